@@ -1,0 +1,61 @@
+"""agrad: reverse-mode autograd whose backward pass is a cooperative asyncio program.
+
+PyTorch's autograd API with ``await`` added::
+
+    import agrad
+    x = agrad.randn(3, requires_grad=True)
+    loss = (x * x).sum()
+    await loss.backward()        # in async code
+    loss.backward_sync()         # in a script or a thread
+"""
+
+from agrad import _ops  # noqa: F401  - registers every op and its Tensor methods
+from agrad._creation import (
+    Generator, arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace,
+    manual_seed, ones, ones_like, rand, rand_like, randint, randn, randn_like, tensor, zeros, zeros_like,
+)
+from agrad._device import device
+from agrad._dtype import (
+    bool, dtype, float16, float32, float64, get_default_dtype, int8, int16, int32, int64,
+    set_default_dtype, uint8,
+)
+from agrad._grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from agrad._ops._table import (
+    add, clone, div, eq, exp, expand, ge, gt, le, log, log_softmax, lt, matmul, mean, mul, ne, neg, pow,
+    relu, reshape, sigmoid, squeeze, sub, sum, sum_to_size, tanh, transpose, unsqueeze, where,
+)
+from agrad._tensor import Tensor
+from agrad import autograd, nn, utils
+
+float = float32  # noqa: A001 - torch.float
+double = float64
+half = float16
+long = int64
+int = int32  # noqa: A001 - torch.int
+
+__version__ = "0.1.0"
+
+
+def is_tensor(obj: object) -> "builtins.bool":
+    """Whether ``obj`` is an agrad Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def softmax(input: Tensor, dim: "builtins.int") -> Tensor:
+    """Normalised exponentials along ``dim`` (``agrad.nn.functional.softmax``)."""
+    return nn.functional.softmax(input, dim)
+
+
+import builtins  # noqa: E402  - for the annotations above, after shadowing bool/int
+
+__all__ = [
+    "Tensor", "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange", "linspace", "eye",
+    "rand", "randn", "randint", "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
+    "manual_seed", "Generator", "device", "dtype", "float16", "float32", "float64", "int8", "int16", "int32",
+    "int64", "uint8", "bool", "float", "double", "half", "long", "int", "get_default_dtype", "set_default_dtype",
+    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+    "add", "sub", "mul", "div", "pow", "neg", "exp", "log", "tanh", "sigmoid", "relu", "where", "matmul",
+    "sum", "mean", "reshape", "transpose", "unsqueeze", "squeeze", "expand", "sum_to_size", "clone",
+    "eq", "ne", "lt", "le", "gt", "ge", "log_softmax", "softmax", "is_tensor",
+    "autograd", "nn", "utils",
+]

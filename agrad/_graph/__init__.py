@@ -1,0 +1,1 @@
+"""The recorded graph: Nodes, Edges, AccumulateGrad, GraphRoot, saved tensors."""

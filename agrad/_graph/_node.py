@@ -1,0 +1,224 @@
+"""Nodes and edges of the backward graph (PyTorch's ``function.h`` / ``edge.h``).
+
+A non-leaf tensor points at the Node that produced it (``grad_fn``) and at
+which of that Node's inputs its gradient arrives on (``output_nr``).  A Node
+holds one Edge per differentiable forward input: ``(function, input_nr)``,
+``None`` where the input needs no gradient.  Leaves that require grad get one
+:class:`AccumulateGrad` node each, created on first use and cached weakly on
+the tensor, as PyTorch does.
+
+Naming follows PyTorch: a Node's *inputs* are the gradients of its forward
+op's outputs, its *outputs* the gradients of the forward inputs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import traceback
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
+
+from agrad._grad_mode import grad_enabled
+from agrad.utils.hooks import RemovableHandle, add_hook
+
+if TYPE_CHECKING:
+    from agrad._engine._graph_task import GraphTask
+    from agrad._tensor import Tensor
+
+__all__ = ["Node", "Edge", "AccumulateGrad", "GraphRoot", "SavedTensor", "next_sequence_nr"]
+
+# Note [Sequence numbers]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# Every Node gets the next number of one process-wide counter at creation.
+# The ready queue runs higher numbers first, so among ready nodes the one
+# created last (closest to the loss) runs first, approximating a reverse
+# topological order and freeing activations early.  ``next()`` on an
+# itertools.count is atomic under the GIL, so threads may record concurrently.
+next_sequence_nr = itertools.count().__next__
+
+
+class Edge(NamedTuple):
+    """An edge of the backward graph: gradient goes to ``function``'s input ``input_nr``."""
+
+    function: "Node"
+    input_nr: int
+
+
+class Node:
+    """A backward function of the graph (mirrors ``torch.autograd.graph.Node``).
+
+    Attributes:
+        next_edges: one :class:`Edge` (or ``None``) per forward input.
+        sequence_nr: creation order; see Note [Sequence numbers].
+        topological_nr: length of the longest path to a leaf; ``grad()``
+            prunes traversal below the smallest one among its inputs.
+    """
+
+    __slots__ = (
+        "next_edges", "sequence_nr", "topological_nr", "_input_meta",
+        "_pre_hooks", "_post_hooks", "_tensor_pre_hooks", "_retains_grad",
+        "_trace", "metadata", "__weakref__",
+    )
+
+    # True for custom Functions whose backward is ``async def``: the drivers
+    # await what ``apply`` returns.  See Note [Async backward].
+    is_async = False
+
+    def __init__(self) -> None:
+        self.next_edges: tuple[Edge | None, ...] = ()
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        # (shape, dtype) of each forward output: gradients arriving here are
+        # checked and reduced against it (see GraphTask.route).
+        self._input_meta: tuple[tuple[tuple[int, ...], Any], ...] = ()
+        self._pre_hooks: dict[int, Callable] | None = None
+        self._post_hooks: dict[int, Callable] | None = None
+        self._tensor_pre_hooks: dict[int, dict[int, Callable]] | None = None
+        self._retains_grad: dict[int, Any] | None = None
+        self._trace: list[str] | None = None
+        self.metadata: dict[str, Any] = {}
+
+    # -- the graph ---------------------------------------------------------
+    def set_next_edges(self, edges: Sequence[Edge | None]) -> None:
+        self.next_edges = tuple(edges)
+        topo = 0
+        for e in self.next_edges:
+            if e is not None and e.function.topological_nr >= topo:
+                topo = e.function.topological_nr + 1
+        self.topological_nr = topo
+
+    @property
+    def next_functions(self) -> tuple[tuple["Node | None", int], ...]:
+        return tuple((e.function, e.input_nr) if e is not None else (None, 0) for e in self.next_edges)
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {id(self):#x}>"
+
+    # -- execution ---------------------------------------------------------
+    def apply(self, grads: list[Any], task: "GraphTask") -> Sequence[Any]:
+        """Map gradients of the forward outputs to gradients of the forward inputs."""
+        raise NotImplementedError(f"{self.name()}.apply")
+
+    def release_variables(self) -> None:
+        """Free saved tensors once a backward that does not keep the graph is done with them."""
+
+    def __call__(self, *grads: Any) -> Any:
+        out = self.apply(list(grads), None)  # type: ignore[arg-type]
+        return out[0] if len(out) == 1 else tuple(out)
+
+    # -- hooks (PyTorch's Node.register_hook / register_prehook) -----------
+    def register_hook(self, fn: Callable) -> RemovableHandle:
+        """Register ``fn(grad_inputs, grad_outputs) -> grad_inputs | None``, run after the node."""
+        if self._post_hooks is None:
+            self._post_hooks = {}
+        return add_hook(self._post_hooks, fn)
+
+    def register_prehook(self, fn: Callable) -> RemovableHandle:
+        """Register ``fn(grad_outputs) -> grad_outputs | None``, run before the node."""
+        if self._pre_hooks is None:
+            self._pre_hooks = {}
+        return add_hook(self._pre_hooks, fn)
+
+    def _tensor_hooks(self, output_nr: int) -> dict[int, Callable]:
+        if self._tensor_pre_hooks is None:
+            self._tensor_pre_hooks = {}
+        return self._tensor_pre_hooks.setdefault(output_nr, {})
+
+    def _record_trace(self) -> None:
+        self._trace = traceback.format_stack()[:-3]
+
+
+class GraphRoot(Node):
+    """Joins several roots of one backward: its outputs are the roots' gradients."""
+
+    __slots__ = ("_grads",)
+
+    def __init__(self, edges: Sequence[Edge], grads: Sequence[Any]) -> None:
+        super().__init__()
+        self.sequence_nr = sys.maxsize
+        self.set_next_edges(edges)
+        self._grads = list(grads)
+
+    def apply(self, grads: list[Any], task: "GraphTask") -> Sequence[Any]:
+        return self._grads
+
+
+class AccumulateGrad(Node):
+    """Sink for a leaf tensor's gradient.
+
+    Applying it does not touch ``.grad``: it stages the gradient on the graph
+    task, which commits all staged gradients in one step when the whole
+    backward succeeds.  See Note [Staged gradients].  Its sequence number is
+    the largest possible, so a leaf's gradient is staged as soon as it is
+    complete.
+    """
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable: "Tensor") -> None:
+        super().__init__()
+        self.sequence_nr = sys.maxsize
+        self.variable = variable
+        self._input_meta = ((variable._data.shape, variable._data.dtype),)
+        # A leaf's hooks live on the tensor (they outlive this weakly cached
+        # node); the node shares the tensor's dict as its tensor pre-hooks.
+        if variable._hooks is not None:
+            self._tensor_pre_hooks = {0: variable._hooks}
+
+    def name(self) -> str:
+        return "agrad::autograd::AccumulateGrad"
+
+    def apply(self, grads: list[Any], task: "GraphTask") -> Sequence[Any]:
+        if grads[0] is not None:
+            task.stage(self.variable, grads[0], is_leaf=True)
+        return ()
+
+
+_FREED = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward."
+)
+
+
+class SavedTensor:
+    """A tensor saved for backward, with the version it had when saved.
+
+    An op's *output* is saved without its ``grad_fn`` (which is the saving node
+    itself, so keeping it would make a reference cycle); ``unpack`` rebuilds
+    the link when a ``create_graph`` backward needs it, as PyTorch's
+    ``SavedVariable`` does.
+    """
+
+    __slots__ = ("tensor", "version", "is_output", "output_nr")
+
+    def __init__(self, tensor: "Tensor", is_output: bool = False, output_nr: int = 0) -> None:
+        self.version = tensor._version_counter[0]
+        self.is_output = is_output
+        self.output_nr = output_nr
+        self.tensor: Tensor | None = tensor._alias() if is_output else tensor
+
+    def unpack(self, node: Node) -> "Tensor":
+        t = self.tensor
+        if t is None:
+            raise RuntimeError(_FREED)
+        if t._version_counter[0] != self.version:
+            raise RuntimeError(self._modified_message(t))
+        if self.is_output and node is not None and grad_enabled.get():
+            return t._alias(grad_fn=node, output_nr=self.output_nr)
+        return t
+
+    def _modified_message(self, t: "Tensor") -> str:
+        fn = t._grad_fn
+        where = f", which is output {t._output_nr} of {fn.name()}," if fn is not None else ""
+        return (
+            "one of the variables needed for gradient computation has been modified by an inplace "
+            f"operation: [{t.dtype} {list(t.shape)}]{where} is at version {t._version_counter[0]}; "
+            f"expected version {self.version} instead. Hint: enable anomaly detection to find the "
+            "operation that failed to compute its gradient, with "
+            "agrad.autograd.set_detect_anomaly(True)."
+        )

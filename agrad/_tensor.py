@@ -1,0 +1,337 @@
+"""The Tensor: a numpy array plus PyTorch's autograd metadata.
+
+Ops are not defined here: each entry of the op table (``agrad/_ops/_table.py``)
+attaches its own methods and operators to :class:`Tensor`, so adding an op is
+one entry.  This module holds the data, the autograd state (``requires_grad``,
+``grad``, ``grad_fn``, ``output_nr``, the version counter, hooks) and the
+conversions.
+"""
+
+from __future__ import annotations
+
+import warnings
+import weakref
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from agrad import _dtype
+from agrad._device import CPU, device
+from agrad._grad_mode import grad_enabled
+from agrad.utils.hooks import RemovableHandle, add_hook
+
+if TYPE_CHECKING:
+    from agrad._graph._node import AccumulateGrad, Node
+
+__all__ = ["Tensor"]
+
+_ndarray = np.ndarray
+
+
+class Tensor:
+    """A multi-dimensional array that records the operations applied to it.
+
+    Create tensors with :func:`agrad.tensor` and the other factories.  Leaves
+    created with ``requires_grad=True`` accumulate gradients into ``.grad``
+    when a backward reaches them; results of recorded ops carry the Node that
+    made them in ``grad_fn``.
+    """
+
+    __slots__ = (
+        "_data", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_version_counter",
+        "_accumulator", "_hooks", "_post_acc_hooks", "_retains_grad", "__weakref__",
+    )
+
+    # numpy must defer to our reflected operators (ndarray * Tensor -> Tensor.__rmul__).
+    __array_priority__ = 1000
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("use agrad.tensor(data) or a factory such as agrad.zeros() to create a Tensor")
+
+    @classmethod
+    def _make(cls, data: np.ndarray, grad_fn: "Node | None" = None, output_nr: int = 0,
+              version_counter: list[int] | None = None) -> "Tensor":
+        """Wrap an array without copying.  The hot constructor: keep it lean."""
+        t = object.__new__(cls)
+        t._data = data
+        t._requires_grad = False
+        t._grad = None
+        t._grad_fn = grad_fn
+        t._output_nr = output_nr
+        t._version_counter = [0] if version_counter is None else version_counter
+        t._accumulator = None
+        t._hooks = None
+        t._post_acc_hooks = None
+        t._retains_grad = False
+        return t
+
+    def _alias(self, grad_fn: "Node | None" = None, output_nr: int = 0) -> "Tensor":
+        """A tensor sharing this one's data and version counter (not its graph)."""
+        return Tensor._make(self._data, grad_fn, output_nr, self._version_counter)
+
+    # -- array facts -------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._data.shape
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    @property
+    def dtype(self) -> _dtype.dtype:
+        return _dtype._FROM_NP[self._data.dtype]
+
+    @property
+    def device(self) -> device:
+        return CPU
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
+
+    def size(self, dim: int | None = None) -> Any:
+        return self._data.shape if dim is None else self._data.shape[dim]
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    def element_size(self) -> int:
+        return self._data.itemsize
+
+    def is_floating_point(self) -> bool:
+        return self._data.dtype.kind == "f"
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self) -> Any:
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    # -- conversions -------------------------------------------------------
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """Return the underlying numpy array (shared memory, as in PyTorch)."""
+        if self.requires_grad and not force:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
+            )
+        return self._data
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        arr = self.numpy()
+        return arr if dtype is None else arr.astype(dtype, copy=False)
+
+    def item(self) -> Any:
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._data.reshape(()).item()
+
+    def tolist(self) -> Any:
+        return self._data.tolist()
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self._data.reshape(()))
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        from agrad._repr import tensor_repr
+        return tensor_repr(self)
+
+    # -- autograd state ----------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad or self._grad_fn is not None
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Set whether autograd records operations on this leaf (in place)."""
+        if self._grad_fn is not None:
+            if requires_grad:
+                return self
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a "
+                "computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach()."
+            )
+        if requires_grad and self._data.dtype.kind != "f":
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._grad_fn is None
+
+    @property
+    def grad_fn(self) -> "Node | None":
+        return self._grad_fn
+
+    @property
+    def output_nr(self) -> int:
+        return self._output_nr
+
+    @property
+    def _version(self) -> int:
+        return self._version_counter[0]
+
+    def _bump_version(self) -> None:
+        self._version_counter[0] += 1
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    @property
+    def grad(self) -> "Tensor | None":
+        if self._grad_fn is not None and not self._retains_grad and self._grad is None:
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its "
+                ".grad attribute won't be populated during autograd.backward(). If you indeed want "
+                "the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the "
+                "non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you access "
+                "the leaf Tensor instead.",
+                UserWarning,
+                stacklevel=2,
+            )
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: "Tensor | None") -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got {type(value).__name__}")
+            if value.shape != self.shape:
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor of "
+                    f"size '{list(self.shape)}'. Please ensure that the gradient and the tensor are "
+                    "the same size"
+                )
+            if value.dtype is not self.dtype:
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{value.dtype}' to a tensor with "
+                    f"dtype '{self.dtype}'. The gradient must match the tensor's dtype."
+                )
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
+    @property
+    def data(self) -> "Tensor":
+        """A tensor sharing this one's data, detached from the graph."""
+        return self.detach()
+
+    @data.setter
+    def data(self, value: "Tensor") -> None:
+        self._data = value._data
+
+    def detach(self) -> "Tensor":
+        """A new tensor sharing data and version counter, outside the graph."""
+        return self._alias()
+
+    def detach_(self) -> "Tensor":
+        """Detach this tensor from the graph in place, making it a leaf."""
+        self._grad_fn = None
+        self._output_nr = 0
+        self._requires_grad = False
+        return self
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf tensor during backward (no-op on leaves)."""
+        if self._grad_fn is None:
+            if not self._requires_grad:
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+            return
+        if self._retains_grad:
+            return
+        node = self._grad_fn
+        if node._retains_grad is None:
+            node._retains_grad = {}
+        node._retains_grad[self._output_nr] = weakref.ref(self)
+        self._retains_grad = True
+
+    def register_hook(self, hook: Callable[["Tensor"], "Tensor | None"]) -> RemovableHandle:
+        """Register ``hook(grad) -> Tensor | None``, called with this tensor's gradient.
+
+        A returned tensor replaces the gradient for the rest of the backward.
+        On a leaf the hook runs before the gradient is accumulated.
+        """
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is None:
+            return add_hook(self._leaf_hooks(), hook)
+        return add_hook(self._grad_fn._tensor_hooks(self._output_nr), hook)
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[["Tensor"], None]) -> RemovableHandle:
+        """Register ``hook(tensor)``, called after ``.grad`` of this leaf was updated."""
+        if self._grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if self._post_acc_hooks is None:
+            self._post_acc_hooks = {}
+        return add_hook(self._post_acc_hooks, hook)
+
+    def _leaf_hooks(self) -> dict[int, Callable]:
+        if self._hooks is None:
+            self._hooks = {}
+            acc = self._accumulator() if self._accumulator is not None else None
+            if acc is not None:
+                acc._tensor_pre_hooks = {0: self._hooks}
+        return self._hooks
+
+    def _grad_accumulator(self) -> "AccumulateGrad":
+        """This leaf's AccumulateGrad node, created on first use and cached weakly."""
+        acc = self._accumulator() if self._accumulator is not None else None
+        if acc is None:
+            from agrad._graph._node import AccumulateGrad
+            acc = AccumulateGrad(self)
+            self._accumulator = weakref.ref(acc)
+        return acc
+
+    def _gradient_edge(self) -> Any:
+        from agrad._graph._node import Edge
+        if self._grad_fn is not None:
+            return Edge(self._grad_fn, self._output_nr)
+        return Edge(self._grad_accumulator(), 0)
+
+    # -- backward ----------------------------------------------------------
+    async def backward(self, gradient: "Tensor | None" = None, retain_graph: bool | None = None,
+                       create_graph: bool = False, inputs: Any = None) -> None:
+        """Compute the gradient of this tensor w.r.t. graph leaves; awaitable.
+
+        Same arguments and semantics as ``torch.Tensor.backward``.  Leaf
+        gradients are committed to ``.grad`` only when the whole backward
+        succeeds; see :func:`agrad.autograd.backward`.
+        """
+        from agrad.autograd import backward
+        await backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def backward_sync(self, gradient: "Tensor | None" = None, retain_graph: bool | None = None,
+                      create_graph: bool = False, inputs: Any = None) -> None:
+        """Blocking twin of :meth:`backward`, callable from any thread."""
+        from agrad.autograd import backward_sync
+        backward_sync(self, gradient, retain_graph, create_graph, inputs=inputs)

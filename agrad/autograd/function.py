@@ -1,0 +1,267 @@
+"""Custom differentiable functions (mirrors ``torch.autograd.function``).
+
+A subclass of :class:`Function` defines ``forward`` and ``backward`` static
+methods; ``backward`` may be ``async def``, in which case the engine awaits it
+(from the blocking twin too; see Note [Async backward]).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from agrad._graph._node import _FREED, Node, SavedTensor
+from agrad._grad_mode import grad_enabled, no_grad
+from agrad._tensor import Tensor
+
+__all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]
+
+
+class FunctionCtx:
+    """The ``ctx`` passed to ``forward``/``setup_context`` and ``backward``."""
+
+    def save_for_backward(self, *tensors: Tensor | None) -> None:
+        """Save tensors for backward; retrieve them with :attr:`saved_tensors`.
+
+        Saved tensors are checked against in-place modification when unpacked
+        and freed after the backward unless ``retain_graph=True``.
+        """
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(
+                    f"save_for_backward can only save variables, but argument {i} is of type {type(t).__name__}"
+                )
+        self.to_save = tensors
+
+    def mark_dirty(self, *args: Tensor) -> None:
+        """Mark inputs that ``forward`` modified in place (they must be returned)."""
+        self.dirty_tensors = args
+
+    def mark_non_differentiable(self, *args: Tensor) -> None:
+        """Mark outputs that do not require gradients (e.g. indices)."""
+        self.non_differentiable = args
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """Whether undefined output gradients reach ``backward`` as zeros (default) or ``None``."""
+        self.materialize_grads = value
+
+
+class BackwardCFunction(Node, FunctionCtx):
+    """The backward node of a custom Function; it is also the ``ctx`` object."""
+
+    _forward_cls: type["Function"]
+
+    def __init__(self) -> None:
+        Node.__init__(self)
+        self.to_save: tuple[Any, ...] = ()
+        self.dirty_tensors: tuple[Tensor, ...] = ()
+        self.non_differentiable: tuple[Tensor, ...] = ()
+        self.materialize_grads = True
+        self.needs_input_grad: tuple[bool, ...] = ()
+        self._saved: list[Any] | None = []
+        self._tensor_inputs: tuple[bool, ...] = ()
+
+    @property
+    def saved_tensors(self) -> tuple[Tensor | None, ...]:
+        if self._saved is None:
+            raise RuntimeError(_FREED)
+        return tuple(s if s is None or isinstance(s, Tensor) else s.unpack(self) for s in self._saved)
+
+    saved_variables = saved_tensors
+
+    def release_variables(self) -> None:
+        self._saved = None
+
+    def apply(self, grads: list[Any], task: Any) -> Any:
+        if self.materialize_grads:
+            grads = [Tensor._make(np.zeros(shape, dtype)) if g is None and dtype is not None else g
+                     for g, (shape, dtype) in zip(grads, self._input_meta)]
+        result = self._forward_cls.backward(self, *grads)
+        if self.is_async:
+            return self._await_result(result)
+        return self._normalize(result)
+
+    async def _await_result(self, coro: Any) -> list[Any]:
+        return self._normalize(await coro)
+
+    def _normalize(self, result: Any) -> list[Any]:
+        grads = list(result) if isinstance(result, (tuple, list)) else [result]
+        n = len(self._tensor_inputs)
+        if len(grads) > n and all(g is None for g in grads[n:]):
+            grads = grads[:n]
+        if len(grads) != n:
+            raise RuntimeError(
+                f"function {self.name()} returned an incorrect number of gradients (expected {n}, got {len(grads)})"
+            )
+        for i, (g, is_tensor) in enumerate(zip(grads, self._tensor_inputs)):
+            if g is not None and not is_tensor:
+                raise RuntimeError(
+                    f"function {self.name()} returned a gradient different than None at position {i + 1}, "
+                    "but the corresponding forward input was not a Variable"
+                )
+            if g is not None and not isinstance(g, Tensor):
+                raise TypeError(f"function {self.name()} returned a {type(g).__name__} at position {i + 1}, "
+                                "expected a Tensor or None")
+        return grads
+
+
+class Function:
+    """Base class for custom autograd operations (mirrors ``torch.autograd.Function``).
+
+    Example::
+
+        >>> class Square(agrad.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         ctx.save_for_backward(x)
+        ...         return x * x
+        ...     @staticmethod
+        ...     async def backward(ctx, g):
+        ...         (x,) = ctx.saved_tensors
+        ...         return 2 * x * g
+        >>> x = agrad.tensor([3.0], requires_grad=True)
+        >>> Square.apply(x).backward_sync()
+        >>> x.grad
+        tensor([6.])
+    """
+
+    _backward_cls: type[BackwardCFunction]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        backward = inspect.getattr_static(cls, "backward", None)
+        fn = backward.__func__ if isinstance(backward, staticmethod) else backward
+        cls._backward_cls = type(f"{cls.__name__}Backward", (BackwardCFunction,), {
+            "_forward_cls": cls,
+            "is_async": inspect.iscoroutinefunction(fn) or getattr(fn, "_agrad_async", False),
+        })
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("agrad.autograd.Function is used through its apply() classmethod, not instantiated")
+
+    @staticmethod
+    def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+        """Compute the outputs; override (with or without ``ctx``, see ``setup_context``)."""
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> Any:
+        """Optional: save state on ``ctx`` when ``forward`` takes no ``ctx``."""
+        return _SETUP_NOT_OVERRIDDEN
+
+    @staticmethod
+    def backward(ctx: Any, *grad_outputs: Any) -> Any:
+        """Gradients w.r.t. each forward input; may be ``async def``."""
+        raise NotImplementedError("You must implement either the backward or vjp method for your custom "
+                                  "autograd.Function to use it with backward mode AD.")
+
+    @classmethod
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        """Run ``forward`` without recording and connect its outputs to the graph."""
+        ctx = cls._backward_cls()
+        is_tensor = tuple(isinstance(a, Tensor) for a in args)
+        recording = grad_enabled.get() and any(t and a.requires_grad for t, a in zip(is_tensor, args))
+        ctx._tensor_inputs = is_tensor
+        ctx.needs_input_grad = tuple(recording and t and a.requires_grad for t, a in zip(is_tensor, args))
+        custom_setup = inspect.getattr_static(cls, "setup_context") is not inspect.getattr_static(Function, "setup_context")
+        mode = grad_enabled.get()
+        grad_enabled.set(False)
+        try:
+            if custom_setup:
+                output = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, output)
+            else:
+                output = cls.forward(ctx, *args, **kwargs)
+        finally:
+            grad_enabled.set(mode)
+        return _wrap_outputs(ctx, args, output, recording)
+
+
+_SETUP_NOT_OVERRIDDEN = object()
+
+
+def _wrap_outputs(ctx: BackwardCFunction, args: Sequence[Any], output: Any, recording: bool) -> Any:
+    single = not isinstance(output, tuple)
+    outputs = (output,) if single else output
+    dirty = ctx.dirty_tensors
+    non_diff = ctx.non_differentiable
+    if recording:
+        ctx.set_next_edges([a._gradient_edge() if isinstance(a, Tensor) and a.requires_grad else None
+                            for a in args])
+    wrapped = []
+    for i, o in enumerate(outputs):
+        if not isinstance(o, Tensor):
+            wrapped.append(o)
+            continue
+        if any(o is d for d in dirty):
+            if recording and o._grad_fn is None and o._requires_grad:
+                raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+        elif any(o is a for a in args):
+            o = o._alias()  # an input returned as-is becomes a new tensor viewing it
+        if recording and o._data.dtype.kind == "f" and not any(o is n for n in non_diff):
+            o._grad_fn, o._output_nr = ctx, i
+        elif not any(o is d for d in dirty):
+            o._requires_grad = False
+        wrapped.append(o)
+    if recording:
+        ctx._input_meta = tuple((o._data.shape, o._data.dtype) if isinstance(o, Tensor) else ((), None)
+                                for o in wrapped)
+        ctx._saved = [None if t is None else
+                      SavedTensor(t, is_output=True, output_nr=_index_of(t, wrapped)) if _index_of(t, wrapped) >= 0
+                      else SavedTensor(t) for t in ctx.to_save]
+    else:
+        ctx._saved = list(ctx.to_save)
+    return wrapped[0] if single else tuple(wrapped)
+
+
+def _index_of(t: Tensor, items: Sequence[Any]) -> int:
+    for i, o in enumerate(items):
+        if o is t:
+            return i
+    return -1
+
+
+class _DelayedError(Node):
+    """Backward node that raises when reached: marks results of a once_differentiable backward."""
+
+    def apply(self, grads: list[Any], task: Any) -> Any:
+        raise RuntimeError("trying to differentiate twice a function that was marked with @once_differentiable")
+
+
+def once_differentiable(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate a ``backward`` that is not itself differentiable.
+
+    It runs without recording; if a ``create_graph`` backward would need to
+    differentiate through it, differentiating its results raises instead of
+    silently giving wrong higher-order gradients.
+    """
+
+    def wrap(ctx: Any, grads: tuple[Any, ...], outputs: Any) -> Any:
+        needs = [g for g in grads if isinstance(g, Tensor) and g.requires_grad]
+        if not needs or not grad_enabled.get():
+            return outputs
+        err = _DelayedError()
+        err.set_next_edges([g._gradient_edge() for g in needs])
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        err._input_meta = tuple((o._data.shape, o._data.dtype) if isinstance(o, Tensor) else ((), None) for o in outs)
+        res = tuple(o._alias(grad_fn=err, output_nr=i) if isinstance(o, Tensor) else o for i, o in enumerate(outs))
+        return res[0] if single else res
+
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def async_wrapper(ctx: Any, *grads: Any) -> Any:
+            with no_grad():
+                outputs = await fn(ctx, *grads)
+            return wrap(ctx, grads, outputs)
+        return async_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(ctx: Any, *grads: Any) -> Any:
+        with no_grad():
+            outputs = fn(ctx, *grads)
+        return wrap(ctx, grads, outputs)
+    return wrapper

@@ -1,0 +1,5 @@
+"""The backward graph's public types (mirrors ``torch.autograd.graph``)."""
+
+from agrad._graph._node import Edge, Node
+
+__all__ = ["Node", "Edge"]
