@@ -184,17 +184,29 @@ class GraphTask:
         coroutine of an ``async def backward``, expecting its result sent back.
         """
         ready = self.ready
+        pop = ready.pop
+        keep_graph = self.keep_graph
+        check_nan = anomaly_enabled.get() and anomaly_check_nan.get()
         deadline = _clock() + time_slice if time_slice is not None else None
         while ready:
-            node, buffer = ready.pop()
+            node, inputs = pop()
             try:
-                inputs = self._pre(node, buffer)
-                if inputs is None:
-                    continue
+                if (node._tensor_pre_hooks is not None or node._retains_grad is not None
+                        or node._pre_hooks is not None or self.exec_info is not None):
+                    inputs = self._pre(node, inputs)
+                    if inputs is None:
+                        continue
                 outputs = node.apply(inputs, self)
                 if node.is_async:
                     outputs = yield outputs
-                self._post(node, inputs, outputs)
+                if node._post_hooks is not None:
+                    outputs = self._post_hooks(node, inputs, outputs)
+                if not keep_graph:
+                    node.release_variables()
+                if check_nan:
+                    _check_nan(node, outputs)
+                if outputs:
+                    self.route(node, outputs)
             except Exception as exc:
                 _annotate(exc, node)
                 raise
@@ -231,20 +243,13 @@ class GraphTask:
                     inputs = list(new)
         return inputs
 
-    def _post(self, node: Node, inputs: list[Any], outputs: Sequence[Any]) -> None:
-        if node._post_hooks is not None:
-            for hook in list(node._post_hooks.values()):
-                new = hook(tuple(outputs), tuple(inputs))
-                if new is not None:
-                    outputs = list(new)
-        if not self.keep_graph:
-            node.release_variables()
-        if anomaly_enabled.get() and anomaly_check_nan.get():
-            for i, g in enumerate(outputs):
-                if g is not None and np.isnan(g._data).any():
-                    raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
-        if outputs:
-            self.route(node, outputs)
+    @staticmethod
+    def _post_hooks(node: Node, inputs: list[Any], outputs: Sequence[Any]) -> Sequence[Any]:
+        for hook in list(node._post_hooks.values()):  # type: ignore[union-attr]
+            new = hook(tuple(outputs), tuple(inputs))
+            if new is not None:
+                outputs = list(new)
+        return outputs
 
     def route(self, node: Node, outputs: Sequence[Any]) -> None:
         """Send each output gradient along its edge; queue nodes that become ready.
@@ -269,7 +274,7 @@ class GraphTask:
             if g is not None:
                 shape, dtype = fn._input_meta[input_nr]
                 data = g._data
-                if data.shape != shape or data.dtype != dtype:
+                if data.shape != shape or (data.dtype is not dtype and data.dtype != dtype):
                     g = _conform(g, shape, dtype, node, i)
             remaining = deps[fn] - 1
             buffer = not_ready.get(fn)
@@ -363,6 +368,12 @@ def _conform(g: Tensor, shape: tuple[int, ...], dtype: np.dtype, node: Node, ind
     if g._data.dtype != dtype:
         g = g.to(dtype)
     return g
+
+
+def _check_nan(node: Node, outputs: Sequence[Any]) -> None:
+    for i, g in enumerate(outputs):
+        if g is not None and np.isnan(g._data).any():
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
 
 
 def _check_hook_result(new: Any, old: Tensor, node: Node) -> Tensor:

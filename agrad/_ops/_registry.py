@@ -57,6 +57,8 @@ class OpDef:
     node_name: str
     samples: Callable[[np.random.Generator], list[tuple[tuple, dict]]] | None
     saved: tuple[str, ...] = ()
+    save_plans: tuple[tuple[tuple[int, Any], ...], ...] = ()
+    calls: tuple[Callable[[Any, Any], Any] | None, ...] = ()
     vjp_args: tuple[tuple[int, ...], ...] = ()
     node_cls: type = Node
     public: Callable[..., Any] = field(default=None)  # type: ignore[assignment]
@@ -80,14 +82,15 @@ class OpNode(Node):
         if saved is None:
             from agrad._graph._node import _FREED
             raise RuntimeError(_FREED)
-        vals = [s.unpack(self) if type(s) is SavedTensor else s for s in saved]
-        needed = task.needed if task is not None and task.exec_info is not None else None
+        if saved:
+            saved = [s.unpack(self) if type(s) is SavedTensor else s for s in saved]
+        exec_info = task.exec_info if task is not None else None
         out = []
-        for edge, vjp, idx in zip(edges, self.op.vjps, self.op.vjp_args):  # type: ignore[arg-type]
-            if edge is None or vjp is None or (needed is not None and not needed(edge.function)):
+        for edge, call in zip(edges, self.op.calls):
+            if edge is None or (exec_info is not None and not task.needed(edge[0])):
                 out.append(None)
             else:
-                out.append(vjp(g, *[vals[k] for k in idx]))
+                out.append(call(g, saved))
         return out
 
     def release_variables(self) -> None:
@@ -102,8 +105,33 @@ def _as_constant(value: Any, dt: _dtype.dtype | None) -> Tensor:
         return Tensor._make(value if dt is None else value.astype(dt.np, copy=False))
     if isinstance(value, (bool, int, float, np.generic)):
         d = dt if dt is not None else _dtype.result_type([], [], [value])
-        return Tensor._make(np.asarray(value, dtype=d.np))
+        return _constant(value, d.np)
     raise TypeError(f"expected a Tensor or a number, got {type(value).__name__}")
+
+
+# Note [Scalar constants]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# A Python number in an op (``y * 1.0001``) becomes a 0-d constant tensor of
+# the op's dtype, so forward kernels and backward rules only ever see tensors.
+# Constants never require grad and nothing can write to them (no user code
+# holds them), so they are cached by (type, value, dtype): a loop of scalar
+# ops allocates no new constant per step.  The cache is bounded by clearing.
+_CONSTANTS: dict[tuple[type, Any, np.dtype], Tensor] = {}
+
+
+def _constant(value: Any, np_dtype: np.dtype) -> Tensor:
+    key = (type(value), value, np_dtype)
+    t = _CONSTANTS.get(key)
+    if t is None:
+        if len(_CONSTANTS) >= 4096:
+            _CONSTANTS.clear()
+        arr = np.asarray(value, dtype=np_dtype)
+        arr.flags.writeable = False
+        t = _CONSTANTS[key] = Tensor._make(arr)
+    return t
+
+
+_PY_NUMBERS = (float, int)
 
 
 def _coerce(op: OpDef, args: Sequence[Any]) -> tuple[tuple[Tensor, ...], list[np.ndarray]]:
@@ -114,15 +142,26 @@ def _coerce(op: OpDef, args: Sequence[Any]) -> tuple[tuple[Tensor, ...], list[np
     not recorded: the engine casts each gradient back to its input's dtype
     when routing it, as PyTorch's ``validate_outputs`` does.
     """
-    tensors = tuple(a if isinstance(a, Tensor) else _as_constant(a, None) for a in args) \
-        if not (op.promote or op.to_float) else None
-    if tensors is not None:
+    if not (op.promote or op.to_float):
+        tensors = tuple(a if isinstance(a, Tensor) else _as_constant(a, None) for a in args)
         return tensors, [t._data for t in tensors]
-    first = args[0]
-    if isinstance(first, Tensor):
-        dt = first._data.dtype
-        if all(type(a) is Tensor and a._data.dtype is dt for a in args) and (not op.to_float or dt.kind == "f"):
-            return tuple(args), [a._data for a in args]  # the common case: one dtype
+    if len(args) == 2:
+        # Fast paths: two tensors of one dtype, or a tensor and a Python number
+        # of no higher category (float tensor * 2.5, int tensor + 1).
+        a, b = args
+        ta, tb = type(a), type(b)
+        if ta is Tensor and tb is Tensor:
+            dt = a._data.dtype
+            if b._data.dtype is dt and (dt.kind == "f" or not op.to_float):
+                return (a, b), [a._data, b._data]
+        elif ta is Tensor and tb in _PY_NUMBERS or tb is Tensor and ta in _PY_NUMBERS:
+            t, num = (a, b) if ta is Tensor else (b, a)
+            dt = t._data.dtype
+            if dt.kind == "f" or (type(num) is int and dt.kind in "iu" and not op.to_float):
+                c = _constant(num, dt)
+                return ((a, c), [a._data, c._data]) if ta is Tensor else ((c, b), [c._data, b._data])
+    elif len(args) == 1 and type(args[0]) is Tensor and (args[0]._data.dtype.kind == "f" or not op.to_float):
+        return (args[0],), [args[0]._data]
     dims, zero_dims, scalars = [], [], []
     for a in args:
         if isinstance(a, Tensor):
@@ -138,6 +177,17 @@ def _coerce(op: OpDef, args: Sequence[Any]) -> tuple[tuple[Tensor, ...], list[np
     return tensors, [t._data if t._data.dtype == target.np else t._data.astype(target.np) for t in tensors]
 
 
+# Note [Saving only what is needed]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A node saves a value only if the vjp of some input that requires grad uses
+# it: ``x * c`` with a constant ``c`` saves ``c`` (for x's gradient) but not
+# ``x`` (needed only for c's, never computed).  This is PyTorch's conditional
+# saving, and it keeps activations from being held alive for nothing.  The
+# plans are computed at registration, one per mask of inputs needing grad;
+# unused slots hold None so the vjps' argument indices stay fixed.
+_SAVE_NOTHING, _SAVE_INPUT, _SAVE_OUTPUT, _SAVE_ATTR, _SAVE_SHAPE = range(5)
+
+
 def apply(op: OpDef, args: Sequence[Any], attrs: dict[str, Any]) -> Tensor:
     """Run ``op`` forward on ``args`` and, if grad mode is on and any input
     requires grad, record its backward Node.  The hot path of every op."""
@@ -146,39 +196,81 @@ def apply(op: OpDef, args: Sequence[Any], attrs: dict[str, Any]) -> Tensor:
     if type(out) is not _ndarray:
         out = np.asarray(out)
     result = Tensor._make(out)
-    if op.vjps is None or not grad_enabled.get():
+    vjps = op.vjps
+    if vjps is None or not grad_enabled.get():
         return result
-    for t in tensors:
-        if t._grad_fn is not None or t._requires_grad:
-            break
-    else:
-        return result
-    node = op.node_cls()
     edges = []
-    for t, vjp in zip(tensors, op.vjps):
-        if vjp is None or (t._grad_fn is None and not t._requires_grad):
+    topo = -1
+    mask = 0
+    for i, (t, vjp) in enumerate(zip(tensors, vjps)):
+        fn = t._grad_fn
+        if fn is not None:
+            nr = t._output_nr
+        elif t._requires_grad:
+            fn, nr = t._grad_accumulator(), 0
+        if fn is None or vjp is None:
             edges.append(None)
-        elif t._grad_fn is not None:
-            edges.append(Edge(t._grad_fn, t._output_nr))
-        else:
-            edges.append(t._gradient_edge())
-    node.set_next_edges(edges)
+            continue
+        edges.append(Edge(fn, nr))
+        mask |= 1 << i
+        if fn.topological_nr > topo:
+            topo = fn.topological_nr
+    if topo < 0:
+        return result  # no input requires grad
+    node = op.node_cls()
+    node.next_edges = tuple(edges)
+    node.topological_nr = topo + 1
     node._input_meta = ((out.shape, out.dtype),)
-    node._saved = tuple(_save(name, op, tensors, attrs, result) for name in op.saved)
+    saved = []
+    for kind, key in op.save_plans[mask]:
+        if kind == _SAVE_NOTHING:
+            saved.append(None)
+        elif kind == _SAVE_INPUT:
+            saved.append(SavedTensor(tensors[key]))
+        elif kind == _SAVE_OUTPUT:
+            saved.append(SavedTensor(result, is_output=True))
+        elif kind == _SAVE_ATTR:
+            saved.append(attrs[key])
+        else:
+            saved.append(tensors[key]._data.shape)
+    node._saved = tuple(saved)
     if anomaly_enabled.get():
         node._record_trace()
     result._grad_fn = node
     return result
 
 
-def _save(name: str, op: OpDef, tensors: Sequence[Tensor], attrs: dict[str, Any], result: Tensor) -> Any:
-    if name == "out":
-        return SavedTensor(result, is_output=True)
-    if name in attrs:
-        return attrs[name]
-    if name.endswith("_shape"):
-        return tensors[op.inputs.index(name[:-6])].shape
-    return SavedTensor(tensors[op.inputs.index(name)])
+def _bind(vjp: Callable[..., Any], idx: tuple[int, ...]) -> Callable[[Any, Any], Any]:
+    """``call(g, saved)`` applying ``vjp`` to the saved values it names, without a
+    per-call list (the backward's hottest call)."""
+    if not idx:
+        return lambda g, saved: vjp(g)
+    if len(idx) == 1:
+        (a,) = idx
+        return lambda g, saved: vjp(g, saved[a])
+    if len(idx) == 2:
+        a, b = idx
+        return lambda g, saved: vjp(g, saved[a], saved[b])
+    return lambda g, saved: vjp(g, *[saved[k] for k in idx])
+
+
+def _save_plans(op: OpDef) -> tuple[tuple[tuple[int, Any], ...], ...]:
+    """One save plan per mask of inputs that require grad (Note [Saving only what is needed])."""
+    entries = []
+    for name in op.saved:
+        if name == "out":
+            entries.append((_SAVE_OUTPUT, None))
+        elif name in op.inputs:
+            entries.append((_SAVE_INPUT, op.inputs.index(name)))
+        elif name in op.attrs:
+            entries.append((_SAVE_ATTR, name))
+        else:
+            entries.append((_SAVE_SHAPE, op.inputs.index(name[:-6])))
+    plans = []
+    for mask in range(1 << len(op.inputs)):
+        used = {k for i, idx in enumerate(op.vjp_args) if mask >> i & 1 for k in idx}
+        plans.append(tuple(e if k in used else (_SAVE_NOTHING, None) for k, e in enumerate(entries)))
+    return tuple(plans)
 
 
 def _signature(forward: Callable[..., Any]) -> tuple[tuple[str, ...], dict[str, Any]]:
@@ -194,6 +286,8 @@ def _generic_public(op: OpDef) -> Callable[..., Any]:
     defaults = op.attrs
 
     def public(*args: Any, **kwargs: Any) -> Tensor:
+        if len(args) == n and not kwargs:
+            return apply(op, args, defaults)  # the common call: inputs only
         if len(args) < n:
             missing = op.inputs[len(args):]
             if not all(m in kwargs for m in missing):
@@ -296,6 +390,8 @@ def defop(
                 arg_names.append(ps)
             op.saved = tuple(saved)
             op.vjp_args = tuple(tuple(saved.index(p) for p in ps) for ps in arg_names)
+            op.save_plans = _save_plans(op)
+            op.calls = tuple(None if f is None else _bind(f, idx) for f, idx in zip(vjps, op.vjp_args))
             op.node_cls = type(node_name, (OpNode,), {"__slots__": (), "op": op})
         if parse is None:
             public = _generic_public(op)
