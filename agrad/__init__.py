@@ -9,23 +9,82 @@ PyTorch's autograd API with ``await`` added::
     loss.backward_sync()         # in a script or a thread
 """
 
-from agrad import _ops  # noqa: F401  - registers every op and its Tensor methods
+from agrad import (
+    _ops,  # noqa: F401  - registers every op and its Tensor methods
+    autograd,
+    nn,
+    utils,
+)
 from agrad._creation import (
-    Generator, arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace,
-    manual_seed, ones, ones_like, rand, rand_like, randint, randn, randn_like, tensor, zeros, zeros_like,
+    Generator,
+    arange,
+    as_tensor,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    manual_seed,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randn,
+    randn_like,
+    tensor,
+    zeros,
+    zeros_like,
 )
 from agrad._device import device
 from agrad._dtype import (
-    bool, dtype, float16, float32, float64, get_default_dtype, int8, int16, int32, int64,
-    set_default_dtype, uint8,
+    bool,
+    dtype,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    int8,
+    int16,
+    int32,
+    int64,
+    set_default_dtype,
+    uint8,
 )
 from agrad._grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from agrad._graph._anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from agrad._ops._table import (
-    add, clone, div, eq, exp, expand, ge, gt, le, log, log_softmax, lt, matmul, mean, mul, ne, neg, pow,
-    relu, reshape, sigmoid, squeeze, sub, sum, sum_to_size, tanh, transpose, unsqueeze, where,
+    add,
+    clone,
+    div,
+    eq,
+    exp,
+    ge,
+    gt,
+    le,
+    log,
+    log_softmax,
+    lt,
+    matmul,
+    mean,
+    mul,
+    ne,
+    neg,
+    pow,
+    relu,
+    reshape,
+    sigmoid,
+    squeeze,
+    sub,
+    sum,
+    tanh,
+    transpose,
+    unsqueeze,
+    where,
 )
 from agrad._tensor import Tensor
-from agrad import autograd, nn, utils
 
 float = float32  # noqa: A001 - torch.float
 double = float64
@@ -55,7 +114,8 @@ __all__ = [
     "int64", "uint8", "bool", "float", "double", "half", "long", "int", "get_default_dtype", "set_default_dtype",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
     "add", "sub", "mul", "div", "pow", "neg", "exp", "log", "tanh", "sigmoid", "relu", "where", "matmul",
-    "sum", "mean", "reshape", "transpose", "unsqueeze", "squeeze", "expand", "sum_to_size", "clone",
+    "sum", "mean", "reshape", "transpose", "unsqueeze", "squeeze", "clone", "is_anomaly_enabled",
+    "is_anomaly_check_nan_enabled",
     "eq", "ne", "lt", "le", "gt", "ge", "log_softmax", "softmax", "is_tensor",
     "autograd", "nn", "utils",
 ]

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode"]
 

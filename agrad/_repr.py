@@ -17,7 +17,9 @@ def _float_formatter(data: np.ndarray):  # type: ignore[no-untyped-def]
     if finite.size == 0 or np.all(finite == np.round(finite)) and np.abs(finite).max() < 1e8:
         return lambda v: "nan" if np.isnan(v) else ("inf" if v == np.inf else "-inf" if v == -np.inf else f"{v:.0f}.")
     nonzero = np.abs(finite[finite != 0])
-    if nonzero.size and (nonzero.max() >= 1e8 or nonzero.min() < 1e-4 or nonzero.max() / nonzero.min() > 1e3 and nonzero.max() >= 1e3):
+    if nonzero.size and (
+        nonzero.max() >= 1e8 or nonzero.min() < 1e-4 or (nonzero.max() / nonzero.min() > 1e3 and nonzero.max() >= 1e3)
+    ):
         return lambda v: f"{v:.4e}"
     return lambda v: f"{v:.4f}"
 

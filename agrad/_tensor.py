@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import warnings
 import weakref
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from agrad import _dtype
 from agrad._device import CPU, device
-from agrad._grad_mode import grad_enabled
-from agrad.utils.hooks import RemovableHandle, add_hook
+from agrad.utils.hooks import RemovableHandle, _add_hook
 
 if TYPE_CHECKING:
     from agrad._graph._node import AccumulateGrad, Node
@@ -138,7 +138,7 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self._data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self._data.reshape(()))
 
     def __float__(self) -> float:
@@ -284,8 +284,8 @@ class Tensor:
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._grad_fn is None:
-            return add_hook(self._leaf_hooks(), hook)
-        return add_hook(self._grad_fn._tensor_hooks(self._output_nr), hook)
+            return _add_hook(self._leaf_hooks(), hook)
+        return _add_hook(self._grad_fn._tensor_hooks(self._output_nr), hook)
 
     def register_post_accumulate_grad_hook(self, hook: Callable[["Tensor"], None]) -> RemovableHandle:
         """Register ``hook(tensor)``, called after ``.grad`` of this leaf was updated."""
@@ -293,7 +293,7 @@ class Tensor:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
         if self._post_acc_hooks is None:
             self._post_acc_hooks = {}
-        return add_hook(self._post_acc_hooks, hook)
+        return _add_hook(self._post_acc_hooks, hook)
 
     def _leaf_hooks(self) -> dict[int, Callable]:
         if self._hooks is None:

@@ -14,8 +14,9 @@ import asyncio
 import concurrent.futures
 import contextvars
 import threading
+from collections.abc import Awaitable, Coroutine, Generator, Iterator
 from contextlib import contextmanager
-from typing import Any, Awaitable, Coroutine, Generator, Iterator
+from typing import Any
 
 from agrad._engine import _traps
 from agrad._engine._graph_task import SLICE_SPENT, TIME_SLICE, GraphTask

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Generator, Sequence
+from collections.abc import Generator, Sequence
+from typing import Any
 
 import numpy as np
 
-from agrad._graph._anomaly import anomaly_check_nan, anomaly_enabled
-from agrad._graph._node import AccumulateGrad, Edge, Node
 from agrad._engine._ready_queue import ReadyQueue
+from agrad._graph._anomaly import anomaly_check_nan, anomaly_enabled
+from agrad._graph._node import Edge, Node
 from agrad._tensor import Tensor
 
 # Note [Staged gradients]

@@ -8,13 +8,14 @@ drivers only run the prepared task.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from agrad._engine._drivers import current_graph_task
 from agrad._engine._graph_task import GraphTask
-from agrad._graph._node import Edge, GraphRoot
+from agrad._graph._node import GraphRoot
 from agrad._tensor import Tensor
 
 

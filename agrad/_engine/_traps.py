@@ -7,7 +7,8 @@ else.  Everything else in the engine is synchronous bookkeeping.
 
 from __future__ import annotations
 
-from typing import Any, Awaitable
+from collections.abc import Awaitable
+from typing import Any
 
 import anyio.lowlevel
 

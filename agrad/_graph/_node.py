@@ -16,10 +16,11 @@ from __future__ import annotations
 import itertools
 import sys
 import traceback
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agrad._grad_mode import grad_enabled
-from agrad.utils.hooks import RemovableHandle, add_hook
+from agrad.utils.hooks import RemovableHandle, _add_hook
 
 if TYPE_CHECKING:
     from agrad._engine._graph_task import GraphTask
@@ -114,13 +115,13 @@ class Node:
         """Register ``fn(grad_inputs, grad_outputs) -> grad_inputs | None``, run after the node."""
         if self._post_hooks is None:
             self._post_hooks = {}
-        return add_hook(self._post_hooks, fn)
+        return _add_hook(self._post_hooks, fn)
 
     def register_prehook(self, fn: Callable) -> RemovableHandle:
         """Register ``fn(grad_outputs) -> grad_outputs | None``, run before the node."""
         if self._pre_hooks is None:
             self._pre_hooks = {}
-        return add_hook(self._pre_hooks, fn)
+        return _add_hook(self._pre_hooks, fn)
 
     def _tensor_hooks(self, output_nr: int) -> dict[int, Callable]:
         if self._tensor_pre_hooks is None:

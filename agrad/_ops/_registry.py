@@ -26,15 +26,16 @@ An entry (see ``_table.py``) is::
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from agrad import _dtype
-from agrad._graph._node import Edge, Node, SavedTensor
 from agrad._grad_mode import grad_enabled
 from agrad._graph._anomaly import anomaly_enabled
+from agrad._graph._node import Edge, Node, SavedTensor
 from agrad._tensor import Tensor
 
 __all__ = ["OpDef", "defop", "apply", "REGISTRY"]

@@ -9,20 +9,20 @@ arguments, same results, the same engine underneath.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from agrad._engine import _drivers, _run
-from agrad._graph._anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
-from agrad._grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from agrad._grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
+from agrad._graph._anomaly import detect_anomaly, set_detect_anomaly
 from agrad._tensor import Tensor
 from agrad.autograd import function, graph
-from agrad.autograd.function import Function, once_differentiable
+from agrad.autograd.function import Function
 from agrad.autograd.gradcheck import gradcheck, gradgradcheck
 
 __all__ = [
-    "backward", "backward_sync", "grad", "grad_sync", "Function", "once_differentiable",
-    "gradcheck", "gradgradcheck", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
-    "is_anomaly_check_nan_enabled", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+    "backward", "backward_sync", "grad", "grad_sync", "Function", "gradcheck", "gradgradcheck",
+    "detect_anomaly", "set_detect_anomaly", "no_grad", "enable_grad", "set_grad_enabled",
     "inference_mode", "queue_callback", "function", "graph",
 ]
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from agrad._graph._node import _FREED, Node, SavedTensor
 from agrad._grad_mode import grad_enabled, no_grad
+from agrad._graph._node import _FREED, Node, SavedTensor
 from agrad._tensor import Tensor
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]
@@ -166,7 +167,7 @@ class Function:
         recording = grad_enabled.get() and any(t and a.requires_grad for t, a in zip(is_tensor, args))
         ctx._tensor_inputs = is_tensor
         ctx.needs_input_grad = tuple(recording and t and a.requires_grad for t, a in zip(is_tensor, args))
-        custom_setup = inspect.getattr_static(cls, "setup_context") is not inspect.getattr_static(Function, "setup_context")
+        custom_setup = inspect.getattr_static(cls, "setup_context") is not _BASE_SETUP_CONTEXT
         mode = grad_enabled.get()
         grad_enabled.set(False)
         try:
@@ -181,6 +182,7 @@ class Function:
 
 
 _SETUP_NOT_OVERRIDDEN = object()
+_BASE_SETUP_CONTEXT = inspect.getattr_static(Function, "setup_context")
 
 
 def _wrap_outputs(ctx: BackwardCFunction, args: Sequence[Any], output: Any, recording: bool) -> Any:

@@ -1,5 +1,5 @@
 """The backward graph's public types (mirrors ``torch.autograd.graph``)."""
 
-from agrad._graph._node import Edge, Node
+from agrad._graph._node import Node
 
-__all__ = ["Node", "Edge"]
+__all__ = ["Node"]

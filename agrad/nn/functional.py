@@ -10,7 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from agrad._ops._table import exp, log_softmax as _log_softmax, matmul, relu as _relu, sigmoid, tanh
+from agrad._ops._table import exp, matmul, sigmoid, tanh
+from agrad._ops._table import log_softmax as _log_softmax
+from agrad._ops._table import relu as _relu
 from agrad._tensor import Tensor
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "linear", "mse_loss", "nll_loss", "cross_entropy"]

@@ -33,7 +33,7 @@ class RemovableHandle:
         self.remove()
 
 
-def add_hook(hooks: dict[int, Any], fn: Any) -> RemovableHandle:
+def _add_hook(hooks: dict[int, Any], fn: Any) -> RemovableHandle:
     """Insert ``fn`` into ``hooks`` (an insertion-ordered dict) and return its handle."""
     if not callable(fn):
         raise TypeError(f"hook must be callable, got {type(fn).__name__}")
