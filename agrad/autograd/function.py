@@ -216,6 +216,9 @@ def _wrap_outputs(ctx: BackwardCFunction, args: Sequence[Any], output: Any, reco
                       else SavedTensor(t) for t in ctx.to_save]
     else:
         ctx._saved = list(ctx.to_save)
+    # The outputs point at ctx (their grad_fn); ctx must not point back at them,
+    # or every custom Function would leave a reference cycle for the GC.
+    ctx.to_save = ctx.dirty_tensors = ctx.non_differentiable = ()
     return wrapped[0] if single else tuple(wrapped)
 
 
