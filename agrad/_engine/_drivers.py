@@ -1,11 +1,11 @@
 """Drivers: run a GraphTask's generator on an event loop, or blocking.
 
-Both drivers answer the same two requests from :meth:`GraphTask.run`: "the
-time slice is spent" and "await this ``async def backward``".  The async
-driver awaits (through ``_traps``); the blocking driver ignores slices and runs
-coroutines to completion itself.  Whatever happens, a task that did not
-finish is aborted, so a failed or cancelled backward leaves ``.grad`` as it
-was (Note [Staged gradients]).
+The GraphTask's generator (:meth:`GraphTask.run`) holds the whole backward,
+its commit and its abort.  A driver only answers its two requests, "the time
+slice is spent" and "await this ``async def backward``": the async driver
+awaits them (through ``_traps``, the only await points), the blocking driver
+ignores slices and runs coroutines to completion itself.  Whatever goes wrong
+while a driver waits is thrown into the generator, which aborts the task.
 """
 
 from __future__ import annotations
@@ -14,34 +14,11 @@ import asyncio
 import concurrent.futures
 import contextvars
 import threading
-from collections.abc import Awaitable, Coroutine, Generator, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Coroutine, Generator
 from typing import Any
 
 from agrad._engine import _traps
 from agrad._engine._graph_task import SLICE_SPENT, TIME_SLICE, GraphTask
-from agrad._grad_mode import grad_enabled
-
-# The graph task whose nodes are running in this context: queue_callback
-# appends to it, and a backward started from inside a node's backward is a
-# reentrant one, one level deeper.  See Note [Ambient state in contextvars].
-current_graph_task: contextvars.ContextVar[GraphTask | None] = contextvars.ContextVar(
-    "agrad_current_graph_task", default=None
-)
-
-
-@contextmanager
-def _running(task: GraphTask) -> Iterator[None]:
-    """Ambient state while nodes run: grad mode is ``create_graph``, as in PyTorch."""
-    mode = grad_enabled.get()
-    outer = current_graph_task.get()
-    grad_enabled.set(task.create_graph)
-    current_graph_task.set(task)
-    try:
-        yield
-    finally:
-        grad_enabled.set(mode)
-        current_graph_task.set(outer)
 
 
 def _advance(steps: Generator[Any, Any, None], value: Any = None, exc: BaseException | None = None) -> Any:
@@ -55,47 +32,30 @@ def _advance(steps: Generator[Any, Any, None], value: Any = None, exc: BaseExcep
 async def execute(task: GraphTask) -> None:
     """Run ``task`` in the awaiting coroutine, yielding to the loop per time slice."""
     steps = task.run(TIME_SLICE)
-    try:
-        with _running(task):
-            request = _advance(steps)
-            while request is not None:
-                if request is SLICE_SPENT:
-                    await _traps.yield_slice()
-                    request = _advance(steps)
-                    continue
-                try:
-                    result = await _traps.await_backward(request)
-                except BaseException as exc:
-                    request = _advance(steps, exc=exc)
-                else:
-                    request = _advance(steps, result)
-            task.finish()
-    except BaseException:
-        task.abort()
-        raise
-    finally:
-        steps.close()
+    request = _advance(steps)
+    while request is not None:
+        try:
+            if request is SLICE_SPENT:
+                result = await _traps.yield_slice()
+            else:
+                result = await _traps.await_backward(request)
+        except BaseException as exc:  # cancellation included: the task aborts
+            request = _advance(steps, exc=exc)
+        else:
+            request = _advance(steps, result)
 
 
 def execute_sync(task: GraphTask) -> None:
     """Run ``task`` to completion on this thread, blocking (the blocking twin)."""
     steps = task.run(None)
-    try:
-        with _running(task):
-            request = _advance(steps)
-            while request is not None:
-                try:
-                    result = run_coroutine_blocking(request)
-                except BaseException as exc:
-                    request = _advance(steps, exc=exc)
-                else:
-                    request = _advance(steps, result)
-            task.finish()
-    except BaseException:
-        task.abort()
-        raise
-    finally:
-        steps.close()
+    request = _advance(steps)
+    while request is not None:
+        try:
+            result = run_coroutine_blocking(request)
+        except BaseException as exc:
+            request = _advance(steps, exc=exc)
+        else:
+            request = _advance(steps, result)
 
 
 # Note [Async backward]

@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
 
 from agrad._engine._ready_queue import ReadyQueue
+from agrad._grad_mode import grad_enabled
 from agrad._graph._anomaly import anomaly_check_nan, anomaly_enabled
 from agrad._graph._node import Edge, Node
 from agrad._tensor import Tensor
@@ -54,6 +57,11 @@ _COMMIT_LOCK = threading.Lock()
 TIME_SLICE = 0.002
 
 _clock = time.perf_counter
+
+# The graph task whose nodes are running in this context: queue_callback
+# appends to it, and a backward started from inside a node's backward is a
+# reentrant one, one level deeper.  See Note [Ambient state in contextvars].
+current_graph_task: ContextVar[GraphTask | None] = ContextVar("agrad_current_graph_task", default=None)
 
 
 class SliceSpent:
@@ -180,10 +188,37 @@ class GraphTask:
 
     # -- execution -------------------------------------------------------------
     def run(self, time_slice: float | None) -> Generator[Any, Any, None]:
-        """Execute the graph.  Yields :data:`SLICE_SPENT` when ``time_slice``
-        seconds have passed (never, if ``time_slice`` is None), and the
-        coroutine of an ``async def backward``, expecting its result sent back.
+        """Execute the graph, then commit (see Note [Staged gradients]).
+
+        Yields :data:`SLICE_SPENT` when ``time_slice`` seconds have passed
+        (never, if ``time_slice`` is None), and the coroutine of an ``async def
+        backward``, expecting its result sent back.  A driver that is cancelled
+        or fails while waiting throws the exception in; the task then aborts,
+        leaving every ``.grad`` as it was.
         """
+        try:
+            with self._ambient():
+                yield from self._execute(time_slice)
+                self.finish()
+        except BaseException:
+            self.abort()
+            raise
+
+    @contextmanager
+    def _ambient(self) -> Iterator[None]:
+        """While nodes run, grad mode is ``create_graph`` (as in PyTorch) and this
+        task is the current one (for queue_callback and reentrant depth)."""
+        mode = grad_enabled.get()
+        outer = current_graph_task.get()
+        grad_enabled.set(self.create_graph)
+        current_graph_task.set(self)
+        try:
+            yield
+        finally:
+            grad_enabled.set(mode)
+            current_graph_task.set(outer)
+
+    def _execute(self, time_slice: float | None) -> Generator[Any, Any, None]:
         ready = self.ready
         pop = ready.pop
         keep_graph = self.keep_graph

@@ -13,8 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from agrad._engine._drivers import current_graph_task
-from agrad._engine._graph_task import GraphTask
+from agrad._engine._graph_task import GraphTask, current_graph_task
 from agrad._graph._node import GraphRoot
 from agrad._tensor import Tensor
 

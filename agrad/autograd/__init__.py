@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agrad._engine import _drivers, _run
+from agrad._engine._graph_task import current_graph_task
 from agrad._grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 from agrad._graph._anomaly import detect_anomaly, set_detect_anomaly
 from agrad._tensor import Tensor
@@ -150,7 +151,7 @@ def queue_callback(callback: Callable[[], None]) -> None:
     Only valid while a backward is running, e.g. from a hook or a custom
     Function's backward (PyTorch's ``Variable._execution_engine.queue_callback``).
     """
-    task = _drivers.current_graph_task.get()
+    task = current_graph_task.get()
     if task is None:
         raise RuntimeError("Final callbacks can only be installed during backward pass.")
     task.final_callbacks.append(callback)
