@@ -68,9 +68,9 @@ def _np_dtype(dtype: Any, default: _dtype.dtype | None = None) -> np.dtype:
 def _infer(data: Any) -> np.ndarray:
     if isinstance(data, Tensor):
         return data._data
-    if isinstance(data, np.ndarray):
+    if isinstance(data, (np.ndarray, np.generic)):  # numpy arrays and scalars keep their dtype
         _dtype.from_numpy_dtype(data.dtype)
-        return data
+        return np.asarray(data)
     arr = np.asarray(data)
     if arr.dtype.kind == "f":
         return arr.astype(_dtype.get_default_dtype().np)

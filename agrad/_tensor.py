@@ -126,7 +126,9 @@ class Tensor:
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         arr = self.numpy()
-        return arr if dtype is None else arr.astype(dtype, copy=False)
+        if dtype is not None and np.dtype(dtype) != arr.dtype:
+            return arr.astype(dtype)
+        return arr.copy() if copy else arr
 
     def item(self) -> Any:
         if self._data.size != 1:

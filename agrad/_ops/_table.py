@@ -99,9 +99,22 @@ def add(xp, input, other, *, alpha=1):
     return input + other if alpha == 1 else input + alpha * other
 
 
+def _is_bool(x: Any) -> bool:
+    return isinstance(x, bool) or (isinstance(x, Tensor) and x.dtype is _dtype.bool)
+
+
+def _sub_args(input: Any, other: Any, alpha: Any = 1) -> tuple[tuple, dict]:
+    if _is_bool(input) or _is_bool(other):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
+            "invert a mask, use the `~` or `logical_not()` operator instead."
+        )
+    return (input, other), {"alpha": alpha}
+
+
 @defop(vjp=(lambda g: g, lambda g, alpha: -g if alpha == 1 else g * -alpha), node="SubBackward0",
        methods=("sub", "__sub__"), rmethods=("__rsub__",), inplace=("sub_", "__isub__"),
-       promote=True, samples=_binary_samples())
+       promote=True, parse=_sub_args, samples=_binary_samples())
 def sub(xp, input, other, *, alpha=1):
     """Elementwise ``input - alpha * other``."""
     return input - other if alpha == 1 else input - alpha * other
@@ -134,15 +147,21 @@ def _pow_grad_exponent(g: Tensor, input: Tensor, out: Tensor) -> Tensor:
     return where(input == 0, 0.0, g * out * log(input))
 
 
+def _pow_args(input: Any, exponent: Any) -> tuple[tuple, dict]:
+    if _is_bool(input) and isinstance(exponent, Tensor) and exponent.dtype is _dtype.bool:
+        raise NotImplementedError('"pow" not implemented for \'Bool\'')
+    return (input, exponent), {}
+
+
 @defop(vjp=(_pow_grad_base, lambda g, input, out: _pow_grad_exponent(g, input, out)),
        node="PowBackward1", methods=("pow", "__pow__"), rmethods=("__rpow__",),
-       inplace=("pow_", "__ipow__"), promote=True,
+       inplace=("pow_", "__ipow__"), promote=True, parse=_pow_args,
        samples=lambda rng: [((_pos(rng, 3, 4), _r(rng, 3, 4)), {}), ((_pos(rng, 2, 3), 2.0), {}),
                             ((_pos(rng, 3), 0.5), {}), ((1.7, _r(rng, 2, 2)), {})])
 @_quiet
 def pow(xp, input, exponent):  # noqa: A001 - mirrors torch.pow
     """Elementwise ``input ** exponent``; either may be a number."""
-    return input ** exponent
+    return (input ** exponent).astype(input.dtype, copy=False)  # numpy makes bool ** bool int8
 
 
 @defop(vjp=lambda g: -g, node="NegBackward0", methods=("neg", "__neg__", "negative"),

@@ -106,10 +106,17 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
     if not label_smoothing:
         return nll
-    if weight is not None:
-        raise NotImplementedError("cross_entropy with both weight and label_smoothing is not supported yet")
-    _, valid = _class_targets(input, target, ignore_index)
+    # PyTorch's label smoothing for class indices: each sample also pays
+    # eps/C times the (weighted) sum of -log p over all classes; "mean"
+    # divides by the total weight of the non-ignored targets, like nll_loss.
+    safe, valid = _class_targets(input, target, ignore_index)
     mask = Tensor._make(valid.astype(input._data.dtype))
-    smooth = -(logp.sum(dim=class_dim) * mask) / input.shape[class_dim]
-    smooth = smooth.sum() / mask.sum() if reduction == "mean" else _reduce(smooth, reduction)
+    n_classes = input.shape[class_dim]
+    per_class = logp if weight is None else logp * (weight if class_dim == 0 else weight.reshape(1, -1))
+    smooth = -(per_class.sum(dim=class_dim) * mask) / n_classes
+    if reduction == "mean":
+        w = weight._data[safe] if weight is not None else np.ones(safe.shape, input._data.dtype)
+        smooth = smooth.sum() / float((w * valid).sum())
+    else:
+        smooth = _reduce(smooth, reduction)
     return nll * (1 - label_smoothing) + smooth * label_smoothing
