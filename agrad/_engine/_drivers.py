@@ -31,6 +31,7 @@ def _advance(steps: Generator[Any, Any, None], value: Any = None, exc: BaseExcep
 
 async def execute(task: GraphTask) -> None:
     """Run ``task`` in the awaiting coroutine, yielding to the loop per time slice."""
+    await _traps.check_cancelled()
     steps = task.run(TIME_SLICE)
     request = _advance(steps)
     while request is not None:
@@ -43,6 +44,7 @@ async def execute(task: GraphTask) -> None:
             request = _advance(steps, exc=exc)
         else:
             request = _advance(steps, result)
+    await _traps.after_commit()
 
 
 def execute_sync(task: GraphTask) -> None:

@@ -100,8 +100,8 @@ class GraphTask:
         self.staged: dict[int, list[Any]] = {}
         self.ready = ReadyQueue()
         self.final_callbacks: list[Any] = []
-        # Ids of arrays the caller handed in (root gradients): never stored as
-        # a .grad without a copy.  See commit().
+        # Ids of arrays the caller handed in (root gradients), and of memory
+        # already stored as a .grad: never stored again without a copy.  See commit().
         self._owned: set[int] = set()
 
     # -- setup ---------------------------------------------------------------
@@ -354,13 +354,18 @@ class GraphTask:
                     grad = grad.detach()
                 old = variable._grad
                 if old is None:
+                    # Store a gradient as is only if nothing else can see its memory
+                    # (PyTorch's AccumulateGrad steals a gradient only when its use
+                    # count is 1).  Copied first: a read-only or broadcast array, the
+                    # caller's root gradient, memory already stored on another leaf in
+                    # this commit, and any retain_grad value (PyTorch clones those).
                     arr = grad._data
-                    # Store a gradient only if nothing else can see its memory: a
-                    # broadcast or view, a caller's tensor, or a gradient already
-                    # stored on another leaf in this commit is copied first.
-                    if not is_leaf or arr.base is not None or not arr.flags.writeable or id(arr) in seen:
+                    owner = arr if arr.base is None else arr.base
+                    if not is_leaf or not arr.flags.writeable or id(owner) in seen or id(arr) in seen:
                         grad = grad.clone()
-                    seen.add(id(grad._data))
+                        arr = owner = grad._data
+                    seen.add(id(arr))
+                    seen.add(id(owner))
                     variable._grad = grad
                 elif not create_graph and not old.requires_grad:
                     np.add(old._data, grad._data, out=old._data, casting="unsafe")

@@ -13,6 +13,24 @@ from typing import Any
 import anyio.lowlevel
 
 
+async def check_cancelled() -> None:
+    """Raise if the awaiting task is already cancelled, before a backward starts.
+
+    With :func:`after_commit`, this makes every backward a checkpoint in trio's
+    sense even when it is too short to spend a time slice.
+    """
+    await anyio.lowlevel.checkpoint_if_cancelled()
+
+
+async def after_commit() -> None:
+    """A schedule point after a backward committed its gradients.
+
+    Shielded: once ``.grad`` is committed the call has succeeded, and reporting
+    a cancellation now would tell the caller its backward did not happen.
+    """
+    await anyio.lowlevel.cancel_shielded_checkpoint()
+
+
 async def yield_slice() -> None:
     """Give the loop a turn after a time slice of node execution.
 

@@ -262,11 +262,23 @@ ge = _compare("greater_equal", "__ge__")
 # -- linear algebra -------------------------------------------------------------
 
 
+def _transposed(t: Tensor) -> bool:
+    """A 2-D tensor laid out column-major, like ``weight.mT`` in ``linear``."""
+    f = t._data.flags
+    return t.ndim == 2 and f.f_contiguous and not f.c_contiguous
+
+
+# Both grads below compute a 2-D product in the layout of the input it flows
+# to, as PyTorch's mm_mat1_backward/mm_mat2_backward do: for ``x @ W.mT`` the
+# gradient of ``W.mT`` is built as ``(g.mT @ x).mT``, so after the transpose
+# node it reaches ``W`` row-major and is stored as ``W.grad`` without a copy.
 def _matmul_grad_input(g: Tensor, input: Tensor, other: Tensor) -> Tensor:
     if other.ndim == 1:
         return g.unsqueeze(-1) * other if input.ndim > 1 else g * other
     if input.ndim == 1:
         return (g.unsqueeze(-2) @ other.mT).squeeze(-2)
+    if _transposed(input) and g.ndim == 2:
+        return (other @ g.mT).mT
     return g @ other.mT
 
 
@@ -275,6 +287,8 @@ def _matmul_grad_other(g: Tensor, input: Tensor, other: Tensor) -> Tensor:
         return input.unsqueeze(-1) * g.unsqueeze(-2) if other.ndim > 1 else g * input
     if other.ndim == 1:
         return (input.mT @ g.unsqueeze(-1)).squeeze(-1)
+    if _transposed(other) and g.ndim == 2:
+        return (g.mT @ input).mT
     return input.mT @ g
 
 
@@ -414,8 +428,8 @@ def squeeze(xp, input, *, dim=None):
 
 @defop(vjp=lambda g: g, node="CloneBackward0", methods=("clone",), samples=_unary_samples())
 def clone(xp, input):
-    """A copy of ``input`` with its own memory, recorded in the graph."""
-    return input.copy()
+    """A copy of ``input`` with its own memory and, as PyTorch's ``preserve_format``, its layout."""
+    return input.copy(order="K")
 
 
 @defop(vjp=lambda g: g, node="ToCopyBackward0", samples=lambda rng: [((_r(rng, 3),), {"dtype": _dtype.float32})])
