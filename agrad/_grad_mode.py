@@ -64,7 +64,19 @@ class _GradModeContext:
         return wrapper  # type: ignore[return-value]
 
 
-class no_grad(_GradModeContext):
+class _BareDecoratorContext(_GradModeContext):
+    """Also usable as a bare decorator, ``@no_grad`` without parentheses (PyTorch ≥ 2.1)."""
+
+    def __new__(cls, orig_func: Callable[..., Any] | None = None) -> Any:
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+    def __init__(self, orig_func: Callable[..., Any] | None = None) -> None:
+        super().__init__()
+
+
+class no_grad(_BareDecoratorContext):
     """Context manager and decorator that disables gradient recording.
 
     Only the current task's context is affected (see Note [Ambient state in
@@ -82,7 +94,7 @@ class no_grad(_GradModeContext):
     _mode = False
 
 
-class enable_grad(_GradModeContext):
+class enable_grad(_BareDecoratorContext):
     """Context manager and decorator that enables gradient recording."""
 
     _mode = True
@@ -123,6 +135,11 @@ class inference_mode(_GradModeContext):
     agrad has no separate inference-tensor kind; inference mode disables
     recording exactly as ``no_grad`` does.
     """
+
+    def __new__(cls, mode: Any = True) -> Any:
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls()(mode)  # bare @inference_mode
 
     def __init__(self, mode: bool = True) -> None:
         super().__init__()

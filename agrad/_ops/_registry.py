@@ -62,6 +62,10 @@ class OpDef:
     calls: tuple[Callable[[Any, Any], Any] | None, ...] = ()
     vjp_args: tuple[tuple[int, ...], ...] = ()
     node_cls: type = Node
+    # Ops whose PyTorch node name depends on their attributes (SumBackward0 for
+    # a full reduction, SumBackward1 over a dim): attrs -> name.
+    node_for: Callable[..., str] | None = None
+    node_classes: dict[str, type] = field(default_factory=dict)
     public: Callable[..., Any] = field(default=None)  # type: ignore[assignment]
 
 
@@ -95,7 +99,10 @@ class OpNode(Node):
         return out
 
     def release_variables(self) -> None:
-        if self._saved:
+        # Only saved *tensors* are freed (PyTorch's release_variables): a node
+        # that saved just shapes or attributes can be backpropagated again.
+        saved = self._saved
+        if saved and any(type(s) is SavedTensor for s in saved):
             self._saved = None
 
 
@@ -218,7 +225,7 @@ def apply(op: OpDef, args: Sequence[Any], attrs: dict[str, Any]) -> Tensor:
             topo = fn.topological_nr
     if topo < 0:
         return result  # no input requires grad
-    node = op.node_cls()
+    node = op.node_cls() if op.node_for is None else op.node_classes[op.node_for(**attrs)]()
     node.next_edges = tuple(edges)
     node.topological_nr = topo + 1
     node._input_meta = ((out.shape, out.dtype),)
@@ -345,7 +352,8 @@ def _inplace(fn: Callable[..., Tensor], name: str) -> Callable[..., Tensor]:
 def defop(
     *,
     vjp: Callable[..., Any] | Sequence[Callable[..., Any] | None] | None,
-    node: str | None = None,
+    node: str | Sequence[str] | None = None,
+    node_for: Callable[..., str] | None = None,
     methods: Sequence[str] = (),
     rmethods: Sequence[str] = (),
     inplace: Sequence[str] = (),
@@ -358,7 +366,10 @@ def defop(
 
     Args:
         vjp: backward rule(s), one per tensor input; see the module docstring.
-        node: the backward node's name (PyTorch's, e.g. ``"MulBackward0"``).
+        node: the backward node's name (PyTorch's, e.g. ``"MulBackward0"``), or
+            all its names when ``node_for`` picks one per call.
+        node_for: ``attrs -> name``, for ops PyTorch names by overload
+            (``SumBackward0`` vs ``SumBackward1``).
         methods: Tensor methods/operators bound to the public function.
         rmethods: reflected operators (``__radd__``): called as ``fn(other, self)``.
         inplace: in-place method names (``add_``, ``__iadd__``).
@@ -375,8 +386,10 @@ def defop(
         vjps = None if vjp is None else (tuple(vjp) if isinstance(vjp, (tuple, list)) else (vjp,))
         if vjps is not None and len(vjps) != len(inputs):
             raise TypeError(f"op {name}: {len(vjps)} vjp(s) for {len(inputs)} inputs")
-        node_name = node or name.capitalize() + "Backward0"
+        names = [node] if isinstance(node, str) else list(node or (name.capitalize() + "Backward0",))
+        node_name = names[0]
         op = OpDef(name, forward, inputs, attrs, vjps, promote, to_float, node_name, samples)
+        op.node_for = node_for
         if vjps is not None:
             saved: list[str] = []
             arg_names = []
@@ -393,7 +406,8 @@ def defop(
             op.vjp_args = tuple(tuple(saved.index(p) for p in ps) for ps in arg_names)
             op.save_plans = _save_plans(op)
             op.calls = tuple(None if f is None else _bind(f, idx) for f, idx in zip(vjps, op.vjp_args))
-            op.node_cls = type(node_name, (OpNode,), {"__slots__": (), "op": op})
+            op.node_classes = {n: type(n, (OpNode,), {"__slots__": (), "op": op}) for n in names}
+            op.node_cls = op.node_classes[node_name]
         if parse is None:
             public = _generic_public(op)
         else:

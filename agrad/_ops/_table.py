@@ -322,8 +322,14 @@ def _reduce_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
             ((x,), {"dim": (0, 2)}), ((_r(rng),), {}), ((_r(rng, 4),), {"dim": 0})]
 
 
+def _reduction_node(name: str):  # type: ignore[no-untyped-def]
+    # PyTorch's overloads: Backward0 reduces everything, Backward1 takes dims.
+    return lambda dim, keepdim: f"{name}Backward0" if dim is None else f"{name}Backward1"
+
+
 @defop(vjp=lambda g, input_shape, dim, keepdim: _expand_reduced(g, input_shape, dim, keepdim),
-       node="SumBackward0", methods=("sum",), samples=_reduce_samples)
+       node=("SumBackward0", "SumBackward1"), node_for=_reduction_node("Sum"), methods=("sum",),
+       samples=_reduce_samples)
 def sum(xp, input, *, dim=None, keepdim=False):  # noqa: A001 - mirrors torch.sum
     """Sum over ``dim`` (all dimensions by default); integers and bools sum to int64."""
     if input.dtype.kind in "biu":
@@ -333,7 +339,8 @@ def sum(xp, input, *, dim=None, keepdim=False):  # noqa: A001 - mirrors torch.su
 
 @defop(vjp=lambda g, input_shape, dim, keepdim: _expand_reduced(g, input_shape, dim, keepdim)
        / _reduced_count(input_shape, _axis(dim)),
-       node="MeanBackward0", methods=("mean",), samples=_reduce_samples)
+       node=("MeanBackward0", "MeanBackward1"), node_for=_reduction_node("Mean"), methods=("mean",),
+       samples=_reduce_samples)
 def mean(xp, input, *, dim=None, keepdim=False):
     """Mean over ``dim`` (all dimensions by default); floating inputs only."""
     if input.dtype.kind != "f":

@@ -166,7 +166,8 @@ class Function:
         is_tensor = tuple(isinstance(a, Tensor) for a in args)
         recording = grad_enabled.get() and any(t and a.requires_grad for t, a in zip(is_tensor, args))
         ctx._tensor_inputs = is_tensor
-        ctx.needs_input_grad = tuple(recording and t and a.requires_grad for t, a in zip(is_tensor, args))
+        # As in PyTorch, from the inputs alone, whatever the grad mode.
+        ctx.needs_input_grad = tuple(t and a.requires_grad for t, a in zip(is_tensor, args))
         custom_setup = inspect.getattr_static(cls, "setup_context") is not _BASE_SETUP_CONTEXT
         mode = grad_enabled.get()
         grad_enabled.set(False)
