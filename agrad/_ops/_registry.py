@@ -101,9 +101,11 @@ class OpNode(Node):
     def release_variables(self) -> None:
         # Only saved *tensors* are freed (PyTorch's release_variables): a node
         # that saved just shapes or attributes can be backpropagated again.
-        saved = self._saved
-        if saved and any(type(s) is SavedTensor for s in saved):
-            self._saved = None
+        if self._saved:
+            for s in self._saved:
+                if type(s) is SavedTensor:
+                    self._saved = None
+                    return
 
 
 def _as_constant(value: Any, dt: _dtype.dtype | None) -> Tensor:
