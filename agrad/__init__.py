@@ -55,9 +55,8 @@ from agrad._dtype import (
 )
 from agrad._grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from agrad._graph._anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
-from agrad._ops._table import (
+from agrad._ops._elementwise import (
     add,
-    clone,
     div,
     eq,
     exp,
@@ -65,25 +64,20 @@ from agrad._ops._table import (
     gt,
     le,
     log,
-    log_softmax,
     lt,
-    matmul,
-    mean,
     mul,
     ne,
     neg,
     pow,
     relu,
-    reshape,
     sigmoid,
-    squeeze,
     sub,
-    sum,
     tanh,
-    transpose,
-    unsqueeze,
     where,
 )
+from agrad._ops._linalg import matmul
+from agrad._ops._reductions import log_softmax, mean, sum
+from agrad._ops._shape import clone, reshape, squeeze, transpose, unsqueeze
 from agrad._tensor import Tensor
 
 float = float32  # noqa: A001 - torch.float

@@ -1,6 +1,6 @@
 """The Tensor: a numpy array plus PyTorch's autograd metadata.
 
-Ops are not defined here: each entry of the op table (``agrad/_ops/_table.py``)
+Ops are not defined here: each entry of the op table (``agrad/_ops/``)
 attaches its own methods and operators to :class:`Tensor`, so adding an op is
 one entry.  This module holds the data, the autograd state (``requires_grad``,
 ``grad``, ``grad_fn``, ``output_nr``, the version counter, hooks) and the

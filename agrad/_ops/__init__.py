@@ -1,3 +1,8 @@
-"""Ops: the registry (``_registry``) and the table of primitive ops (``_table``)."""
+"""Ops: the registry (``_registry``) and the op table, one module per family.
 
-from agrad._ops import _table  # noqa: F401  - importing the table registers every op
+Every primitive op is one ``@defop`` entry in one of these modules: forward,
+backward rule(s), Tensor methods, test samples and PyTorch reference.  The
+modules are imported here, which registers every op and binds its methods.
+"""
+
+from agrad._ops import _elementwise, _linalg, _reductions, _shape  # noqa: F401

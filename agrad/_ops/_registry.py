@@ -1,15 +1,19 @@
 """The op registry: turns one declarative entry into a public function, Tensor
 methods, an in-place variant and a backward Node class.
 
-An entry (see ``_table.py``) is::
+An entry (in the family modules ``_elementwise.py``, ``_reductions.py``,
+``_linalg.py``, ``_shape.py``) is::
 
-    @defop(vjp=lambda g, out: g * out, methods=("exp",), samples=...)
+    @defop(ref=lambda torch: torch.exp,
+           vjp=lambda g, out: g * out, methods=("exp",), samples=...)
     def exp(xp, x):
         return xp.exp(x)
 
 * **forward** is a function of the array module ``xp`` (numpy today, CuPy on
   CUDA).  Its positional parameters after ``xp`` are the tensor inputs; its
   keyword-only parameters are non-tensor attributes (``dim``, ``keepdim``…).
+* **ref** is PyTorch's spelling (``torch -> callable``) and **samples** the
+  calls the generated tests check, so a new op is tested by its entry alone.
 * **vjp** is one function per tensor input (or a single one for unary ops),
   written in agrad ops so that ``create_graph=True`` differentiates them
   again.  Each vjp's first parameter is the incoming gradient; the names of
@@ -57,6 +61,10 @@ class OpDef:
     to_float: bool
     node_name: str
     samples: Callable[[np.random.Generator], list[tuple[tuple, dict]]] | None
+    # PyTorch's spelling of the op, as a function of the ``torch`` module, for
+    # the oracle tests (agrad never imports torch); per-op gradcheck settings.
+    ref: Callable[[Any], Callable[..., Any]] | None = None
+    check: dict[str, float] = field(default_factory=dict)
     saved: tuple[str, ...] = ()
     save_plans: tuple[tuple[tuple[int, Any], ...], ...] = ()
     calls: tuple[Callable[[Any, Any], Any] | None, ...] = ()
@@ -363,6 +371,8 @@ def defop(
     to_float: bool = False,
     parse: Callable[..., tuple[tuple, dict]] | None = None,
     samples: Callable[[np.random.Generator], list[tuple[tuple, dict]]] | None = None,
+    ref: Callable[[Any], Callable[..., Any]] | None = None,
+    check: dict[str, float] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Tensor]]:
     """Register the decorated forward as an op; return its public function.
 
@@ -380,6 +390,9 @@ def defop(
         parse: maps the public call's arguments to ``(inputs, attrs)`` for ops
             whose Python signature differs from the forward's (``reshape(*shape)``).
         samples: ``rng -> [(args, kwargs), ...]`` sample calls for the op tests.
+        ref: ``torch -> callable``, PyTorch's spelling of the op, called by the
+            oracle tests with the same arguments as agrad's public function.
+        check: gradcheck settings for this op's samples (``eps``, ``atol``…).
     """
 
     def register(forward: Callable[..., Any]) -> Callable[..., Tensor]:
@@ -392,6 +405,8 @@ def defop(
         node_name = names[0]
         op = OpDef(name, forward, inputs, attrs, vjps, promote, to_float, node_name, samples)
         op.node_for = node_for
+        op.ref = ref
+        op.check = dict(check or {})
         if vjps is not None:
             saved: list[str] = []
             arg_names = []

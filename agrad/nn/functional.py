@@ -1,6 +1,6 @@
 """Functional neural-network ops (mirrors ``torch.nn.functional``).
 
-These are composites of table ops (``agrad/_ops/_table.py``): their gradients
+These are composites of table ops (``agrad/_ops/``): their gradients
 come from the primitives', so they need no backward rule of their own.
 """
 
@@ -10,9 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from agrad._ops._table import exp, matmul, sigmoid, tanh
-from agrad._ops._table import log_softmax as _log_softmax
-from agrad._ops._table import relu as _relu
+from agrad._ops._elementwise import exp, sigmoid, tanh
+from agrad._ops._elementwise import relu as _relu
+from agrad._ops._linalg import matmul
+from agrad._ops._reductions import log_softmax as _log_softmax
 from agrad._tensor import Tensor
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "linear", "mse_loss", "nll_loss", "cross_entropy"]

@@ -36,52 +36,6 @@ EXEMPT_FROM_SAMPLES = {
     "filled",
 }
 
-# PyTorch's spelling of each sampled op, called with the converted sample
-# arguments (positional and keyword) exactly as agrad's public function is.
-TORCH_OPS: dict[str, Callable[..., Any]] = {}
-if torch is not None:
-    TORCH_OPS = {
-        "add": torch.add,
-        "sub": torch.sub,
-        "mul": torch.mul,
-        "div": torch.div,
-        "pow": torch.pow,
-        "neg": torch.neg,
-        "exp": torch.exp,
-        "log": torch.log,
-        "tanh": torch.tanh,
-        "sigmoid": torch.sigmoid,
-        "relu": torch.relu,
-        "where": torch.where,
-        "eq": torch.eq,
-        "ne": torch.ne,
-        "lt": torch.lt,
-        "le": torch.le,
-        "gt": torch.gt,
-        "ge": torch.ge,
-        "matmul": torch.matmul,
-        "sum": torch.sum,
-        "mean": torch.mean,
-        "log_softmax": torch.log_softmax,
-        "reshape": lambda x, *shape: x.reshape(*shape),
-        "transpose": torch.transpose,
-        "expand": lambda x, *size: x.expand(*size),
-        "sum_to_size": lambda x, *size: x.sum_to_size(*size),
-        "unsqueeze": torch.unsqueeze,
-        "squeeze": lambda x, dim=None: x.squeeze() if dim is None else x.squeeze(dim),
-        "clone": torch.clone,
-        "to_dtype": lambda x, dtype: x.to(dtype),
-        "index": lambda x, index: x[index],
-    }
-
-# Per-op gradcheck settings.  ``to_dtype`` casts to float32, so finite
-# differences taken with the default eps (1e-6) are dominated by float32
-# rounding; a larger step measures the (linear) map exactly enough.
-GRADCHECK_KWARGS: dict[str, dict[str, float]] = {
-    "to_dtype": {"eps": 1e-3, "atol": 1e-4, "rtol": 1e-3},
-}
-
-
 def _sample_cases() -> list[Any]:
     cases = []
     for name, op in REGISTRY.items():
@@ -167,7 +121,7 @@ def test_gradcheck(op: OpDef, args: tuple, kwargs: dict, check: Callable[..., bo
         # (lower) precision, which gradcheck rightly warns about, as PyTorch does.
         expect_warning = pytest.warns(UserWarning, match="not a double precision")
     with expect_warning:
-        assert check(fn, inputs, **GRADCHECK_KWARGS.get(op.name, {}))
+        assert check(fn, inputs, **op.check)
 
 
 @requires_torch
@@ -177,7 +131,7 @@ def test_matches_torch_float64(op: OpDef, args: tuple, kwargs: dict) -> None:
     ours = _to_agrad(args, agrad.float64)
     theirs = _to_torch(args, torch.float64)
     out = op.public(*ours, **kwargs)
-    expected = TORCH_OPS[op.name](*theirs, **_torch_kwargs(kwargs))
+    expected = op.ref(torch)(*theirs, **_torch_kwargs(kwargs))
     _assert_dtype(out, expected)
     _assert_close(out, expected, rtol=1e-10, atol=1e-12)
     if not _differentiable(op):
@@ -198,7 +152,7 @@ def test_matches_torch_float64(op: OpDef, args: tuple, kwargs: dict) -> None:
 def test_matches_torch_float32(op: OpDef, args: tuple, kwargs: dict) -> None:
     """The same samples computed in float32 give PyTorch's float32 values and dtype."""
     out = op.public(*_to_agrad(args, agrad.float32), **kwargs)
-    expected = TORCH_OPS[op.name](*_to_torch(args, torch.float32), **_torch_kwargs(kwargs))
+    expected = op.ref(torch)(*_to_torch(args, torch.float32), **_torch_kwargs(kwargs))
     _assert_dtype(out, expected)
     _assert_close(out, expected, rtol=1e-5, atol=1e-6)
 
@@ -219,6 +173,5 @@ def test_exemptions_are_current() -> None:
 
 @requires_torch
 def test_every_sampled_op_has_a_torch_oracle() -> None:
-    """Each op checked on samples has its PyTorch spelling in TORCH_OPS."""
-    sampled = {name for name, op in REGISTRY.items() if op.samples is not None}
-    assert sampled - set(TORCH_OPS) == set()
+    """Each op checked on samples declares its PyTorch spelling (``ref=``) in its entry."""
+    assert [name for name, op in REGISTRY.items() if op.samples is not None and op.ref is None] == []

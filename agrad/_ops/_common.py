@@ -1,0 +1,85 @@
+"""Helpers shared by the op-table modules: sample makers for the tests,
+dimension handling, and the broadcast-back of reductions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from agrad import _dtype
+from agrad._tensor import Tensor
+
+# -- helpers shared by entries -------------------------------------------------
+
+
+def _r(rng: np.random.Generator, *shape: int, low: float = -2.0, high: float = 2.0) -> np.ndarray:
+    return rng.uniform(low, high, size=shape)
+
+
+def _pos(rng: np.random.Generator, *shape: int) -> np.ndarray:
+    return rng.uniform(0.5, 2.0, size=shape)
+
+
+def _unary_samples(domain=_r):  # type: ignore[no-untyped-def]
+    return lambda rng: [((domain(rng, 3, 4),), {}), ((domain(rng),), {}), ((domain(rng, 0, 2),), {})]
+
+
+def _binary_samples(domain=_r):  # type: ignore[no-untyped-def]
+    return lambda rng: [
+        ((domain(rng, 3, 4), domain(rng, 3, 4)), {}),
+        ((domain(rng, 3, 1), domain(rng, 4)), {}),      # broadcasting both ways
+        ((domain(rng), domain(rng, 2, 3)), {}),         # 0-d with n-d
+        ((domain(rng, 2, 3), 1.5), {}),                 # python scalar
+        ((domain(rng, 0, 3), domain(rng, 3)), {}),      # empty
+    ]
+
+
+def _axis(dim: Any) -> Any:
+    return tuple(dim) if isinstance(dim, list) else dim
+
+
+def _reduced_count(shape: tuple[int, ...], dim: Any) -> int:
+    if dim is None:
+        return int(np.prod(shape, dtype=np.int64))
+    dims = (dim,) if isinstance(dim, int) else dim
+    return int(np.prod([shape[d] for d in dims], dtype=np.int64))
+
+
+def _expand_reduced(g: Tensor, shape: tuple[int, ...], dim: Any, keepdim: bool) -> Tensor:
+    """Broadcast the gradient of a reduction back to the reduced input's shape."""
+    if dim is not None and not keepdim:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        dims = sorted(d % len(shape) for d in dims)
+        kept = list(g.shape)
+        for d in dims:
+            kept.insert(d, 1)
+        g = g.reshape(kept)
+    elif dim is None and not keepdim:
+        g = g.reshape((1,) * len(shape))
+    return g.expand(shape)
+
+
+def _shape_args(shape: tuple[Any, ...]) -> tuple[int, ...]:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        return tuple(shape[0])
+    return tuple(int(s) for s in shape)
+
+
+def _quiet(fn):  # type: ignore[no-untyped-def]
+    """Silence numpy's floating-point warnings for ops whose domain includes
+    IEEE special values (log(0) = -inf, x/0): PyTorch returns them silently."""
+
+    def quiet(*args: Any, **kwargs: Any) -> Any:
+        with np.errstate(all="ignore"):
+            return fn(*args, **kwargs)
+
+    quiet.__name__ = fn.__name__
+    quiet.__doc__ = fn.__doc__
+    quiet.__wrapped__ = fn  # type: ignore[attr-defined]
+    return quiet
+
+
+
+def _is_bool(x: Any) -> bool:
+    return isinstance(x, bool) or (isinstance(x, Tensor) and x.dtype is _dtype.bool)
