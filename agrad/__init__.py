@@ -55,29 +55,11 @@ from agrad._dtype import (
 )
 from agrad._grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from agrad._graph._anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
-from agrad._ops._elementwise import (
-    add,
-    div,
-    eq,
-    exp,
-    ge,
-    gt,
-    le,
-    log,
-    lt,
-    mul,
-    ne,
-    neg,
-    pow,
-    relu,
-    sigmoid,
-    sub,
-    tanh,
-    where,
-)
-from agrad._ops._linalg import matmul
-from agrad._ops._reductions import log_softmax, mean, sum
-from agrad._ops._shape import clone, reshape, squeeze, transpose, unsqueeze
+from agrad._ops import _elementwise, _linalg, _reductions, _shape
+from agrad._ops._elementwise import *  # noqa: F403
+from agrad._ops._linalg import *  # noqa: F403
+from agrad._ops._reductions import *  # noqa: F403
+from agrad._ops._shape import *  # noqa: F403
 from agrad._tensor import Tensor
 
 float = float32  # noqa: A001 - torch.float
@@ -107,9 +89,8 @@ __all__ = [
     "manual_seed", "Generator", "device", "dtype", "float16", "float32", "float64", "int8", "int16", "int32",
     "int64", "uint8", "bool", "float", "double", "half", "long", "int", "get_default_dtype", "set_default_dtype",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
-    "add", "sub", "mul", "div", "pow", "neg", "exp", "log", "tanh", "sigmoid", "relu", "where", "matmul",
-    "sum", "mean", "reshape", "transpose", "unsqueeze", "squeeze", "clone", "is_anomaly_enabled",
-    "is_anomaly_check_nan_enabled",
-    "eq", "ne", "lt", "le", "gt", "ge", "log_softmax", "softmax", "is_tensor",
+    "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "softmax", "is_tensor",
     "autograd", "nn", "utils",
+] + [
+    *_elementwise.__all__, *_linalg.__all__, *_reductions.__all__, *_shape.__all__,
 ]

@@ -12,6 +12,12 @@ from agrad._ops._common import _binary_samples, _is_bool, _pos, _quiet, _r, _una
 from agrad._ops._registry import defop
 from agrad._tensor import Tensor
 
+# The public names of this family (star-imported by ``agrad/__init__.py``).
+__all__ = [
+    "add", "sub", "mul", "div", "pow", "neg", "exp", "log", "tanh", "sigmoid", "relu", "where",
+    "eq", "ne", "lt", "le", "gt", "ge",
+]
+
 # -- elementwise arithmetic ------------------------------------------------------
 
 

@@ -9,6 +9,9 @@ from agrad._ops._common import _r
 from agrad._ops._registry import defop
 from agrad._tensor import Tensor
 
+# The public names of this family (star-imported by ``agrad/__init__.py``).
+__all__ = ["matmul"]
+
 # -- linear algebra -------------------------------------------------------------
 
 

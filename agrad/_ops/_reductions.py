@@ -10,6 +10,9 @@ from agrad._ops._elementwise import exp
 from agrad._ops._registry import defop
 from agrad._tensor import Tensor
 
+# The public names of this family (star-imported by ``agrad/__init__.py``).
+__all__ = ["sum", "mean", "log_softmax"]
+
 # -- reductions -------------------------------------------------------------------
 
 

@@ -74,6 +74,9 @@ class OpDef:
     # a full reduction, SumBackward1 over a dim): attrs -> name.
     node_for: Callable[..., str] | None = None
     node_classes: dict[str, type] = field(default_factory=dict)
+    # ``forward(xp, *tensors, ...)``: any number of tensor inputs, one vjp that
+    # returns all their gradients (Note [Variadic ops]).
+    variadic: bool = False
     public: Callable[..., Any] = field(default=None)  # type: ignore[assignment]
 
 
@@ -217,6 +220,8 @@ def apply(op: OpDef, args: Sequence[Any], attrs: dict[str, Any]) -> Tensor:
     vjps = op.vjps
     if vjps is None or not grad_enabled.get():
         return result
+    if op.variadic:
+        return _record_variadic(op, tensors, attrs, result)
     edges = []
     topo = -1
     mask = 0
@@ -272,6 +277,62 @@ def _bind(vjp: Callable[..., Any], idx: tuple[int, ...]) -> Callable[[Any, Any],
     return lambda g, saved: vjp(g, *[saved[k] for k in idx])
 
 
+# Note [Variadic ops]
+# ~~~~~~~~~~~~~~~~~~~
+# ``cat``/``stack``-like ops take any number of tensors: their forward is
+# ``forward(xp, *tensors, dim=...)`` and their single vjp returns one gradient
+# per tensor.  Its parameters name ``tensors`` (all inputs, saved),
+# ``tensors_shape`` (their shapes), ``out`` or attributes, as usual.  Gradients
+# of inputs that need none are dropped by the node.
+def _record_variadic(op: OpDef, tensors: Sequence[Tensor], attrs: dict[str, Any], result: Tensor) -> Tensor:
+    edges = []
+    for t in tensors:
+        edges.append(Edge(t._grad_fn, t._output_nr) if t._grad_fn is not None
+                     else t._gradient_edge() if t._requires_grad else None)
+    if all(e is None for e in edges):
+        return result
+    node = op.node_cls() if op.node_for is None else op.node_classes[op.node_for(**attrs)]()
+    node.set_next_edges(edges)
+    node._input_meta = ((result._data.shape, result._data.dtype),)
+    name = op.inputs[0]
+    saved = []
+    for p in op.saved:
+        if p == name:
+            saved.append(tuple(SavedTensor(t) for t in tensors))
+        elif p == name + "_shape":
+            saved.append(tuple(t._data.shape for t in tensors))
+        elif p == "out":
+            saved.append(SavedTensor(result, is_output=True))
+        else:
+            saved.append(attrs[p])
+    node._saved = tuple(saved)
+    result._grad_fn = node
+    return result
+
+
+class VariadicOpNode(OpNode):
+    """Backward node of a variadic op: one vjp call gives every input's gradient."""
+
+    __slots__ = ()
+
+    def apply(self, grads: list[Any], task: Any) -> Sequence[Any]:
+        g = grads[0]
+        edges = self.next_edges
+        if g is None:
+            return [None] * len(edges)
+        saved = self._saved
+        if saved is None:
+            from agrad._graph._node import _FREED
+            raise RuntimeError(_FREED)
+        vals = [tuple(x.unpack(self) for x in s) if type(s) is tuple and s and type(s[0]) is SavedTensor
+                else s.unpack(self) if type(s) is SavedTensor else s for s in saved]
+        out = self.op.calls[0](g, vals)
+        return [None if e is None else o for e, o in zip(edges, out)]
+
+    def release_variables(self) -> None:
+        self._saved = None
+
+
 def _save_plans(op: OpDef) -> tuple[tuple[tuple[int, Any], ...], ...]:
     """One save plan per mask of inputs that require grad (Note [Saving only what is needed])."""
     entries = []
@@ -291,11 +352,12 @@ def _save_plans(op: OpDef) -> tuple[tuple[tuple[int, Any], ...], ...]:
     return tuple(plans)
 
 
-def _signature(forward: Callable[..., Any]) -> tuple[tuple[str, ...], dict[str, Any]]:
+def _signature(forward: Callable[..., Any]) -> tuple[tuple[str, ...], dict[str, Any], bool]:
     params = list(inspect.signature(forward).parameters.values())[1:]  # drop xp
-    inputs = tuple(p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD)
+    inputs = tuple(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL))
     attrs = {p.name: p.default for p in params if p.kind is p.KEYWORD_ONLY}
-    return inputs, attrs
+    variadic = any(p.kind is p.VAR_POSITIONAL for p in params)
+    return inputs, attrs, variadic
 
 
 def _generic_public(op: OpDef) -> Callable[..., Any]:
@@ -397,7 +459,7 @@ def defop(
 
     def register(forward: Callable[..., Any]) -> Callable[..., Tensor]:
         name = forward.__name__.lstrip("_")
-        inputs, attrs = _signature(forward)
+        inputs, attrs, variadic = _signature(forward)
         vjps = None if vjp is None else (tuple(vjp) if isinstance(vjp, (tuple, list)) else (vjp,))
         if vjps is not None and len(vjps) != len(inputs):
             raise TypeError(f"op {name}: {len(vjps)} vjp(s) for {len(inputs)} inputs")
@@ -405,6 +467,7 @@ def defop(
         node_name = names[0]
         op = OpDef(name, forward, inputs, attrs, vjps, promote, to_float, node_name, samples)
         op.node_for = node_for
+        op.variadic = variadic
         op.ref = ref
         op.check = dict(check or {})
         if vjps is not None:
@@ -423,7 +486,8 @@ def defop(
             op.vjp_args = tuple(tuple(saved.index(p) for p in ps) for ps in arg_names)
             op.save_plans = _save_plans(op)
             op.calls = tuple(None if f is None else _bind(f, idx) for f, idx in zip(vjps, op.vjp_args))
-            op.node_classes = {n: type(n, (OpNode,), {"__slots__": (), "op": op}) for n in names}
+            base = VariadicOpNode if variadic else OpNode
+            op.node_classes = {n: type(n, (base,), {"__slots__": (), "op": op}) for n in names}
             op.node_cls = op.node_classes[node_name]
         if parse is None:
             public = _generic_public(op)

@@ -11,6 +11,9 @@ from agrad._ops._common import _r, _shape_args, _unary_samples
 from agrad._ops._registry import defop
 from agrad._tensor import Tensor
 
+# The public names of this family (star-imported by ``agrad/__init__.py``).
+__all__ = ["reshape", "transpose", "unsqueeze", "squeeze", "clone"]
+
 # -- shape ------------------------------------------------------------------------
 
 
