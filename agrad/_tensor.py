@@ -39,7 +39,8 @@ class Tensor:
 
     __slots__ = (
         "_data", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_version_counter",
-        "_accumulator", "_hooks", "_post_acc_hooks", "_retains_grad", "__weakref__",
+        "_accumulator", "_hooks", "_post_acc_hooks", "_retains_grad", "_base", "_view_fn", "_view_version",
+        "__weakref__",
     )
 
     # numpy must defer to our reflected operators (ndarray * Tensor -> Tensor.__rmul__).
@@ -63,6 +64,7 @@ class Tensor:
         t._hooks = None
         t._post_acc_hooks = None
         t._retains_grad = False
+        t._base = None  # _view_fn and _view_version are set only on views
         return t
 
     def _alias(self, grad_fn: "Node | None" = None, output_nr: int = 0) -> "Tensor":
@@ -190,7 +192,33 @@ class Tensor:
 
     @property
     def grad_fn(self) -> "Node | None":
+        if self._base is not None:
+            self._refresh_view()
         return self._grad_fn
+
+    # -- views ---------------------------------------------------------------
+    def _is_view(self) -> bool:
+        """Whether this tensor is a view sharing memory with ``_base``."""
+        return self._base is not None
+
+    # Note [View grad_fn regeneration]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # A view shares memory and the version counter with its base.  When the
+    # base (or another view of it) is modified in place, the view's values
+    # change but its grad_fn still describes the old history.  As PyTorch does,
+    # the view remembers the version it was last connected at and, when that
+    # is stale, re-derives its grad_fn by replaying its view op(s) on the base
+    # (``_view_fn``), so gradients flow through the base's current history.
+    def _refresh_view(self) -> None:
+        if self._view_version == self._version_counter[0]:
+            return
+        self._view_version = self._version_counter[0]
+        base = self._base
+        if base.requires_grad:  # type: ignore[union-attr]
+            from agrad._grad_mode import enable_grad
+            with enable_grad():
+                fresh = self._view_fn[1](base)  # type: ignore[index]
+            self._grad_fn, self._output_nr = fresh._grad_fn, fresh._output_nr
 
     @property
     def output_nr(self) -> int:
@@ -316,6 +344,8 @@ class Tensor:
 
     def _gradient_edge(self) -> Any:
         from agrad._graph._node import Edge
+        if self._base is not None:
+            self._refresh_view()
         if self._grad_fn is not None:
             return Edge(self._grad_fn, self._output_nr)
         return Edge(self._grad_accumulator(), 0)

@@ -5,4 +5,4 @@ backward rule(s), Tensor methods, test samples and PyTorch reference.  The
 modules are imported here, which registers every op and binds its methods.
 """
 
-from agrad._ops import _elementwise, _linalg, _reductions, _shape  # noqa: F401
+from agrad._ops import _elementwise, _linalg, _reductions, _shape, _views  # noqa: F401

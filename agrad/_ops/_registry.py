@@ -77,6 +77,9 @@ class OpDef:
     # ``forward(xp, *tensors, ...)``: any number of tensor inputs, one vjp that
     # returns all their gradients (Note [Variadic ops]).
     variadic: bool = False
+    # A view op: its output shares memory with its (first) input when numpy
+    # returns a view, and becomes a view of that input's base.
+    view: bool = False
     public: Callable[..., Any] = field(default=None)  # type: ignore[assignment]
 
 
@@ -217,15 +220,24 @@ def apply(op: OpDef, args: Sequence[Any], attrs: dict[str, Any]) -> Tensor:
     if type(out) is not _ndarray:
         out = np.asarray(out)
     result = Tensor._make(out)
-    vjps = op.vjps
-    if vjps is None or not grad_enabled.get():
+    if op.view and out.base is not None and arrays[0] is tensors[0]._data and np.may_share_memory(out, arrays[0]):
+        _make_view(op, attrs, tensors[0], result)
+    if op.vjps is None or not grad_enabled.get():
         return result
     if op.variadic:
         return _record_variadic(op, tensors, attrs, result)
+    return record(op, tensors, attrs, result)
+
+
+def record(op: OpDef, tensors: Sequence[Tensor], attrs: dict[str, Any], result: Tensor) -> Tensor:
+    """Record ``op``'s backward Node for ``result`` if any input requires grad."""
+    vjps = op.vjps
     edges = []
     topo = -1
     mask = 0
-    for i, (t, vjp) in enumerate(zip(tensors, vjps)):
+    for i, (t, vjp) in enumerate(zip(tensors, vjps)):  # type: ignore[arg-type]
+        if t._base is not None:
+            t._refresh_view()  # Note [View grad_fn regeneration]
         fn = t._grad_fn
         if fn is not None:
             nr = t._output_nr
@@ -243,7 +255,7 @@ def apply(op: OpDef, args: Sequence[Any], attrs: dict[str, Any]) -> Tensor:
     node = op.node_cls() if op.node_for is None else op.node_classes[op.node_for(**attrs)]()
     node.next_edges = tuple(edges)
     node.topological_nr = topo + 1
-    node._input_meta = ((out.shape, out.dtype),)
+    node._input_meta = ((result._data.shape, result._data.dtype),)
     saved = []
     for kind, key in op.save_plans[mask]:
         if kind == _SAVE_NOTHING:
@@ -261,6 +273,25 @@ def apply(op: OpDef, args: Sequence[Any], attrs: dict[str, Any]) -> Tensor:
         node._record_trace()
     result._grad_fn = node
     return result
+
+
+def _make_view(op: OpDef, attrs: dict[str, Any], src: Tensor, view: Tensor) -> None:
+    """Mark ``view`` (whose array is a numpy view of ``src``'s) as a view of
+    ``src``'s base: shared memory and version counter, and a replay of the view
+    op(s) from the base, as an array function and as a recorded agrad op."""
+    parent = src._view_fn if src._base is not None else None
+    forward = op.forward
+    if parent is None:
+        view_np = lambda arr: forward(np, arr, **attrs)  # noqa: E731
+        view_t = lambda base: apply(op, (base,), attrs)  # noqa: E731
+    else:
+        parent_np, parent_t = parent
+        view_np = lambda arr: forward(np, parent_np(arr), **attrs)  # noqa: E731
+        view_t = lambda base: apply(op, (parent_t(base),), attrs)  # noqa: E731
+    view._base = src._base if src._base is not None else src
+    view._version_counter = src._version_counter
+    view._view_fn = (view_np, view_t)
+    view._view_version = src._version_counter[0]
 
 
 def _bind(vjp: Callable[..., Any], idx: tuple[int, ...]) -> Callable[[Any, Any], Any]:
@@ -393,6 +424,11 @@ def _inplace(fn: Callable[..., Tensor], name: str) -> Callable[..., Tensor]:
         recording = grad_enabled.get()
         if recording and self._grad_fn is None and self._requires_grad:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        base = self._base
+        if recording and base is not None:
+            self._refresh_view()
+            if base._grad_fn is None and base._requires_grad:
+                raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
         src = self
         if recording:
             # The new node may save the *old* value of self; give it its own copy,
@@ -410,7 +446,10 @@ def _inplace(fn: Callable[..., Tensor], name: str) -> Callable[..., Tensor]:
             )
         self._data[...] = result._data
         self._bump_version()
-        if result._grad_fn is not None:
+        if recording and base is not None and result._grad_fn is not None:
+            from agrad._ops._views import rebase_view
+            rebase_view(self, result)
+        elif result._grad_fn is not None:
             retained = self._retains_grad
             self._grad_fn, self._output_nr, self._retains_grad = result._grad_fn, result._output_nr, False
             if retained:
@@ -435,6 +474,7 @@ def defop(
     samples: Callable[[np.random.Generator], list[tuple[tuple, dict]]] | None = None,
     ref: Callable[[Any], Callable[..., Any]] | None = None,
     check: dict[str, float] | None = None,
+    view: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Tensor]]:
     """Register the decorated forward as an op; return its public function.
 
@@ -455,6 +495,8 @@ def defop(
         ref: ``torch -> callable``, PyTorch's spelling of the op, called by the
             oracle tests with the same arguments as agrad's public function.
         check: gradcheck settings for this op's samples (``eps``, ``atol``…).
+        view: the output is a view of the first input when numpy makes one
+            (shared memory, ``_base``, shared version counter).
     """
 
     def register(forward: Callable[..., Any]) -> Callable[..., Tensor]:
@@ -468,6 +510,7 @@ def defop(
         op = OpDef(name, forward, inputs, attrs, vjps, promote, to_float, node_name, samples)
         op.node_for = node_for
         op.variadic = variadic
+        op.view = view
         op.ref = ref
         op.check = dict(check or {})
         if vjps is not None:

@@ -141,7 +141,10 @@ def _is_basic(index: Any) -> bool:
                             ((_r(rng, 4, 5), np.array([True, False, True, True])), {})])
 def _index(xp, input, *, index):
     """``input[index]`` with basic and advanced (integer, boolean) indexing."""
-    return input[index]
+    out = input[index]
+    if not isinstance(out, xp.ndarray):  # an element: index with ``...`` for a 0-d view instead
+        out = input[(*(index if isinstance(index, tuple) else (index,)), Ellipsis)]
+    return out
 
 
 @defop(vjp=lambda g, index: g[index], node="IndexPutBackward0")
