@@ -428,7 +428,9 @@ def _inplace(fn: Callable[..., Tensor], name: str) -> Callable[..., Tensor]:
         if recording and base is not None:
             self._refresh_view()
             if base._grad_fn is None and base._requires_grad:
-                raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+                raise RuntimeError(
+                    "a view of a leaf Variable that requires grad is being used in an in-place operation."
+                )
         src = self
         if recording:
             # The new node may save the *old* value of self; give it its own copy,
