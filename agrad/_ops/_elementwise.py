@@ -3,19 +3,23 @@ elementwise functions and comparisons."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from agrad import _dtype
 from agrad._ops._common import _binary_samples, _is_bool, _pos, _quiet, _r, _unary_samples
-from agrad._ops._registry import defop
+from agrad._ops._registry import _inplace, defop
 from agrad._tensor import Tensor
 
 # The public names of this family (star-imported by ``agrad/__init__.py``).
 __all__ = [
     "add", "sub", "mul", "div", "pow", "neg", "exp", "log", "tanh", "sigmoid", "relu", "where",
     "eq", "ne", "lt", "le", "gt", "ge",
+    "abs", "sign", "sqrt", "rsqrt", "expm1", "log1p", "log2", "sin", "cos", "tan", "reciprocal", "erf",
+    "floor", "ceil", "round", "minimum", "maximum", "clamp", "clip",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_not",
 ]
 
 # -- elementwise arithmetic ------------------------------------------------------
@@ -197,3 +201,424 @@ lt = _compare("less", "__lt__")
 le = _compare("less_equal", "__le__")
 gt = _compare("greater", "__gt__")
 ge = _compare("greater_equal", "__ge__")
+
+
+# -- more elementwise functions -------------------------------------------------
+
+
+def _zeros(g: Tensor) -> Tensor:
+    # The gradient of a piecewise-constant function: zeros, independent of g
+    # (PyTorch's zeros_like(grad), also where g is inf or nan).
+    return Tensor._make(np.zeros(g.shape, g._data.dtype))
+
+
+def _kinks(rng: np.random.Generator, *shape: int) -> np.ndarray:
+    # Values away from 0 (|x| >= 0.25), for gradcheck of ops with a kink at 0.
+    x = rng.uniform(0.25, 2.0, size=shape)
+    return np.where(rng.random(shape) < 0.5, -x, x)
+
+
+def _off_integers(rng: np.random.Generator, *shape: int) -> np.ndarray:
+    # Values away from the jumps of floor/ceil/round (integers and halves).
+    return np.asarray(np.floor(rng.uniform(-3, 3, size=shape)) + rng.uniform(0.1, 0.4, size=shape))
+
+
+@defop(ref=lambda torch: torch.abs,
+       vjp=lambda g, input: g * sign(input), node="AbsBackward0",
+       methods=("abs", "__abs__", "absolute"), inplace=("abs_", "absolute_"),
+       samples=_unary_samples(_kinks))
+def abs(xp, input):  # noqa: A001 - mirrors torch.abs
+    """Elementwise absolute value; its gradient at 0 is 0, as in PyTorch."""
+    return input.copy() if input.dtype == bool else xp.abs(input)
+
+
+@defop(ref=lambda torch: torch.sign,
+       vjp=_zeros, node="SignBackward0", methods=("sign",), inplace=("sign_",),
+       samples=lambda rng: [((_r(rng, 3, 4),), {}), ((_kinks(rng),), {})])
+def sign(xp, input):
+    """Elementwise sign (-1, 0 or 1); zero gradient."""
+    return input.copy() if input.dtype == bool else xp.sign(input)
+
+
+@defop(ref=lambda torch: torch.sqrt,
+       vjp=lambda g, out: g / (2 * out), node="SqrtBackward0", methods=("sqrt",), inplace=("sqrt_",),
+       to_float=True, samples=_unary_samples(_pos))
+@_quiet
+def sqrt(xp, input):
+    """Elementwise square root (nan below 0; its gradient at 0 is inf, as in PyTorch)."""
+    return xp.sqrt(input)
+
+
+@defop(ref=lambda torch: torch.rsqrt,
+       vjp=lambda g, out: -0.5 * g * out * out * out, node="RsqrtBackward0", methods=("rsqrt",),
+       inplace=("rsqrt_",), to_float=True, samples=_unary_samples(_pos))
+@_quiet
+def rsqrt(xp, input):
+    """Elementwise ``1 / sqrt(input)``."""
+    return (1 / xp.sqrt(input)).astype(input.dtype, copy=False)
+
+
+@defop(ref=lambda torch: torch.expm1,
+       vjp=lambda g, out: g * (out + 1), node="Expm1Backward0", methods=("expm1",), inplace=("expm1_",),
+       to_float=True, samples=_unary_samples())
+@_quiet
+def expm1(xp, input):
+    """Elementwise ``exp(input) - 1``, accurate near 0."""
+    return xp.expm1(input)
+
+
+@defop(ref=lambda torch: torch.log1p,
+       vjp=lambda g, input: g / (input + 1), node="Log1PBackward0", methods=("log1p",), inplace=("log1p_",),
+       to_float=True, samples=_unary_samples(_pos))
+@_quiet
+def log1p(xp, input):
+    """Elementwise ``log(1 + input)``, accurate near 0."""
+    return xp.log1p(input)
+
+
+@defop(ref=lambda torch: torch.log2,
+       vjp=lambda g, input: g / (input * math.log(2.0)), node="Log2Backward0", methods=("log2",),
+       inplace=("log2_",), to_float=True, samples=_unary_samples(_pos))
+@_quiet
+def log2(xp, input):
+    """Elementwise base-2 logarithm."""
+    return xp.log2(input)
+
+
+@defop(ref=lambda torch: torch.sin,
+       vjp=lambda g, input: g * cos(input), node="SinBackward0", methods=("sin",), inplace=("sin_",),
+       to_float=True, samples=_unary_samples())
+@_quiet
+def sin(xp, input):
+    """Elementwise sine."""
+    return xp.sin(input)
+
+
+@defop(ref=lambda torch: torch.cos,
+       vjp=lambda g, input: g * -sin(input), node="CosBackward0", methods=("cos",), inplace=("cos_",),
+       to_float=True, samples=_unary_samples())
+@_quiet
+def cos(xp, input):
+    """Elementwise cosine."""
+    return xp.cos(input)
+
+
+@defop(ref=lambda torch: torch.tan,
+       vjp=lambda g, out: g * (1 + out * out), node="TanBackward0", methods=("tan",), inplace=("tan_",),
+       to_float=True, samples=lambda rng: [((_r(rng, 3, 4, low=-1.2, high=1.2),), {}), ((_r(rng),), {})])
+@_quiet
+def tan(xp, input):
+    """Elementwise tangent."""
+    return xp.tan(input)
+
+
+@defop(ref=lambda torch: torch.reciprocal,
+       vjp=lambda g, out: -g * (out * out), node="ReciprocalBackward0", methods=("reciprocal",),
+       inplace=("reciprocal_",), to_float=True, samples=_unary_samples(_pos))
+@_quiet
+def reciprocal(xp, input):
+    """Elementwise ``1 / input``."""
+    return (1 / input).astype(input.dtype, copy=False)
+
+
+try:  # scipy's vectorised erf when installed; otherwise math.erf per element
+    from scipy.special import erf as _scipy_erf
+except ImportError:  # pragma: no cover - scipy is optional
+    _scipy_erf = None
+_ERF_PY = np.frompyfunc(math.erf, 1, 1)
+
+
+def _ERF(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    return _scipy_erf(x) if _scipy_erf is not None else np.asarray(_ERF_PY(x), dtype=np.float64)
+
+
+@defop(ref=lambda torch: torch.erf,
+       vjp=lambda g, input: g * (2 / math.sqrt(math.pi)) * exp(-(input * input)), node="ErfBackward0",
+       methods=("erf",), inplace=("erf_",), to_float=True, samples=_unary_samples())
+def erf(xp, input):
+    """Elementwise error function."""
+    return _ERF(input).astype(input.dtype, copy=False)
+
+
+def _rounding(fn_name: str, torch_name: str):  # type: ignore[no-untyped-def]
+    def forward(xp, input):  # type: ignore[no-untyped-def]
+        return input.copy() if input.dtype.kind in "iub" else getattr(xp, fn_name)(input)
+
+    forward.__name__ = torch_name
+    forward.__doc__ = f"Elementwise ``{torch_name}``; zero gradient (integers are returned unchanged)."
+    return defop(ref=lambda torch: getattr(torch, torch_name), vjp=_zeros, node=torch_name.capitalize() + "Backward0",
+                 methods=(torch_name,), inplace=(torch_name + "_",),
+                 samples=_unary_samples(_off_integers))(forward)
+
+
+floor = _rounding("floor", "floor")
+ceil = _rounding("ceil", "ceil")
+
+
+@defop(ref=lambda torch: torch.round,
+       vjp=lambda g: _zeros(g), node=("RoundBackward0", "RoundBackward1"),
+       node_for=lambda decimals: "RoundBackward0" if decimals == 0 else "RoundBackward1",
+       methods=("round",), inplace=("round_",),
+       samples=lambda rng: [((_off_integers(rng, 3, 4),), {}), ((_off_integers(rng),), {}),
+                            ((_off_integers(rng, 5) * 0.01,), {"decimals": 1})])
+def round(xp, input, *, decimals=0):  # noqa: A001 - mirrors torch.round
+    """Elementwise rounding half to even (to ``decimals`` places); zero gradient."""
+    if input.dtype.kind in "iub":
+        return input.copy()
+    return xp.round(input, decimals)
+
+
+# -- minimum / maximum / clamp --------------------------------------------------
+
+
+def _tie_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
+    a = _r(rng, 3, 4)
+    b = np.where(rng.random((3, 4)) < 0.5, a + 0.5, a - 0.5)
+    return [((a, b), {}), ((_r(rng, 3, 1), _r(rng, 4)), {}), ((_r(rng), _r(rng, 2, 3)), {}),
+            ((_r(rng, 0, 3), _r(rng, 3)), {})]
+
+
+@defop(ref=lambda torch: torch.maximum,
+       vjp=(lambda g, input, other: where(input < other, 0.0, where(input == other, g / 2, g)),
+            lambda g, input, other: where(input > other, 0.0, where(input == other, g / 2, g))),
+       node="MaximumBackward0", methods=("maximum",), promote=True, samples=_tie_samples)
+def maximum(xp, input, other):
+    """Elementwise maximum (nan propagates); a tie splits the gradient half and half, as in PyTorch."""
+    return xp.maximum(input, other)
+
+
+@defop(ref=lambda torch: torch.minimum,
+       vjp=(lambda g, input, other: where(input > other, 0.0, where(input == other, g / 2, g)),
+            lambda g, input, other: where(input < other, 0.0, where(input == other, g / 2, g))),
+       node="MinimumBackward0", methods=("minimum",), promote=True, samples=_tie_samples)
+def minimum(xp, input, other):
+    """Elementwise minimum (nan propagates); a tie splits the gradient half and half, as in PyTorch."""
+    return xp.minimum(input, other)
+
+
+def _clamp_scalar_mask(input: Tensor, min: Any, max: Any) -> Tensor:
+    if min is None:
+        return input <= max
+    if max is None:
+        return input >= min
+    return logical_and(input >= min, input <= max)
+
+
+def _clamp_scalar_args(input: Any, min: Any = None, max: Any = None) -> tuple[tuple, dict]:
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    return (input,), {"min": min, "max": max}
+
+
+@defop(ref=lambda torch: torch.clamp,
+       vjp=lambda g, input, min, max: where(_clamp_scalar_mask(input, min, max), g, 0.0),
+       node="ClampBackward1", parse=_clamp_scalar_args,
+       samples=lambda rng: [((_r(rng, 3, 4),), {"min": -0.5, "max": 0.5}), ((_r(rng, 3, 4),), {"min": 0.25}),
+                            ((_r(rng, 5),), {"max": -0.25}), ((_r(rng),), {"min": -1.0, "max": 1.0})])
+def clamp_scalar(xp, input, *, min=None, max=None):  # noqa: A002 - mirrors torch.clamp
+    """``clamp`` with number bounds (PyTorch's ``clamp`` overload, ClampBackward1)."""
+    out = input
+    if min is not None:
+        out = xp.maximum(out, min)
+    if max is not None:
+        out = xp.minimum(out, max)
+    if out is input:
+        out = input.copy()
+    if input.dtype.kind in "iub":
+        if any(isinstance(b, float) for b in (min, max)):
+            return out.astype(_dtype.get_default_dtype().np, copy=False)
+        return out.astype(input.dtype, copy=False)
+    return out.astype(input.dtype, copy=False)
+
+
+def _clamp_grad_input(g: Tensor, input: Tensor, min: Tensor, max: Tensor, has_min: bool, has_max: bool) -> Tensor:
+    if has_min and has_max:
+        mask = logical_and(input >= min, input <= max)
+    else:
+        mask = input >= min if has_min else input <= max
+    return where(mask, g, 0.0)
+
+
+def _clamp_grad_min(g: Tensor, input: Tensor, min: Tensor, max: Tensor, has_max: bool) -> Tensor:
+    return where(logical_and(input < min, min < max) if has_max else input < min, g, 0.0)
+
+
+def _clamp_grad_max(g: Tensor, input: Tensor, min: Tensor, max: Tensor, has_min: bool) -> Tensor:
+    return where(logical_or(input > max, max < min) if has_min else input > max, g, 0.0)
+
+
+def _clamp_tensor_args(input: Any, min: Any = None, max: Any = None) -> tuple[tuple, dict]:
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    # A missing bound is a placeholder 0 the forward and backward ignore.
+    return (input, 0 if min is None else min, 0 if max is None else max), {
+        "has_min": min is not None, "has_max": max is not None}
+
+
+def _clamp_tensor_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
+    x = _r(rng, 3, 4)
+    lo = np.where(rng.random((3, 4)) < 0.5, x - 0.3, x + 0.3)
+    return [((x, lo, lo + 1.0), {}), ((_r(rng, 3, 4), _r(rng, 4, low=-1.0, high=-0.5), _r(rng, 3, 1, low=0.5)), {}),
+            ((_r(rng, 2, 3), _r(rng, 3, low=-1.0, high=-0.25)), {}), ((_r(rng, 2, 3), None, _r(rng, 3)), {})]
+
+
+@defop(ref=lambda torch: torch.clamp,
+       vjp=(_clamp_grad_input, _clamp_grad_min, _clamp_grad_max), node="ClampBackward0",
+       promote=True, parse=_clamp_tensor_args, samples=_clamp_tensor_samples)
+def clamp_tensor(xp, input, min, max, *, has_min=True, has_max=True):  # noqa: A002 - mirrors torch.clamp
+    """``clamp`` with tensor bounds (PyTorch's ``clamp.Tensor`` overload, ClampBackward0)."""
+    out = input
+    if has_min:
+        out = xp.maximum(out, min)
+    if has_max:
+        out = xp.minimum(out, max)
+    return input.copy() if out is input else out.astype(input.dtype, copy=False)
+
+
+def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 - mirrors torch.clamp
+    """Elementwise ``min(max(input, min), max)``; ``min``/``max`` are numbers or tensors,
+    either may be None.  The gradient passes at the bounds, as in PyTorch."""
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        return clamp_tensor(input, min, max)
+    return clamp_scalar(input, min, max)
+
+
+clip = clamp
+Tensor.clamp = Tensor.clip = clamp  # type: ignore[attr-defined]
+Tensor.clamp_ = _inplace(clamp, "clamp_")  # type: ignore[attr-defined]
+Tensor.clip_ = _inplace(clamp, "clip_")  # type: ignore[attr-defined]
+
+
+# -- activations ----------------------------------------------------------------
+# Not in ``__all__`` (PyTorch has them only in ``nn.functional``, spelled in
+# ``agrad/nn/_activations.py``).
+
+
+@defop(ref=lambda torch: torch.nn.functional.leaky_relu,
+       vjp=lambda g, input, negative_slope: where(input > 0, g, g * negative_slope), node="LeakyReluBackward0",
+       to_float=True, samples=lambda rng: [((_kinks(rng, 3, 4),), {}), ((_kinks(rng, 5),), {"negative_slope": 0.2}),
+                                           ((_kinks(rng),), {})])
+def leaky_relu(xp, input, *, negative_slope=0.01):
+    """``input`` where positive, else ``negative_slope * input``; the gradient at 0 is the slope."""
+    return xp.where(input > 0, input, input * negative_slope).astype(input.dtype, copy=False)
+
+
+@defop(ref=lambda torch: torch.nn.functional.hardtanh,
+       vjp=lambda g, input, min_val, max_val: where(logical_and(input > min_val, input < max_val), g, 0.0),
+       node="HardtanhBackward0", to_float=True,
+       samples=lambda rng: [((_r(rng, 3, 4) + 0.01,), {}),
+                            ((_r(rng, 5) * 4 + 0.01,), {"min_val": 0.0, "max_val": 6.0})])
+def hardtanh(xp, input, *, min_val=-1.0, max_val=1.0):
+    """``input`` clamped to ``[min_val, max_val]``; no gradient at the bounds (only in ``nn.functional``)."""
+    return xp.minimum(xp.maximum(input, min_val), max_val).astype(input.dtype, copy=False)
+
+
+@defop(ref=lambda torch: torch.nn.functional.elu,
+       vjp=lambda g, input, alpha: where(input > 0, g, g * alpha * exp(input)), node="EluBackward0",
+       to_float=True, samples=lambda rng: [((_kinks(rng, 3, 4),), {}), ((_kinks(rng, 5),), {"alpha": 0.5}),
+                                           ((_kinks(rng),), {})])
+def elu(xp, input, *, alpha=1.0):
+    """``input`` where positive, else ``alpha * (exp(input) - 1)``."""
+    neg = alpha * xp.expm1(xp.minimum(input, 0))
+    return xp.where(input > 0, input, neg).astype(input.dtype, copy=False)
+
+
+_GELU_K = math.sqrt(2 / math.pi)
+
+
+def _gelu_grad(g: Tensor, input: Tensor, approximate: str) -> Tensor:
+    if approximate == "tanh":
+        x2 = input * input
+        t = tanh(_GELU_K * (input + 0.044715 * x2 * input))
+        return g * (0.5 * (1 + t) + 0.5 * input * (1 - t * t) * _GELU_K * (1 + 3 * 0.044715 * x2))
+    cdf = 0.5 * (1 + erf(input * math.sqrt(0.5)))
+    pdf = exp(-0.5 * (input * input)) * (1 / math.sqrt(2 * math.pi))
+    return g * (cdf + input * pdf)
+
+
+def _gelu_args(input: Any, approximate: str = "none") -> tuple[tuple, dict]:
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate}")
+    return (input,), {"approximate": approximate}
+
+
+@defop(ref=lambda torch: torch.nn.functional.gelu,
+       vjp=_gelu_grad, node="GeluBackward0", to_float=True, parse=_gelu_args,
+       samples=lambda rng: [((_r(rng, 3, 4, low=-3, high=3),), {}), ((_r(rng, 5, low=-3, high=3),),
+                                                                     {"approximate": "tanh"}), ((_r(rng),), {})])
+def gelu(xp, input, *, approximate="none"):
+    """Gaussian error linear unit, exact (``erf``) or with the ``tanh`` approximation."""
+    x = input.astype(np.float64)
+    if approximate == "tanh":
+        out = 0.5 * x * (1 + xp.tanh(_GELU_K * (x + 0.044715 * x * x * x)))
+    else:
+        out = 0.5 * x * (1 + _ERF(x * math.sqrt(0.5)))
+    return out.astype(input.dtype, copy=False)
+
+
+@defop(ref=lambda torch: torch.nn.functional.silu,
+       vjp=lambda g, input: _silu_grad(g, input), node="SiluBackward0", to_float=True, samples=_unary_samples())
+def silu(xp, input):
+    """``input * sigmoid(input)``."""
+    e = xp.exp(-xp.abs(input))
+    return (input * xp.where(input >= 0, 1 / (1 + e), e / (1 + e))).astype(input.dtype, copy=False)
+
+
+def _silu_grad(g: Tensor, input: Tensor) -> Tensor:
+    s = sigmoid(input)
+    return g * s * (1 + input * (1 - s))
+
+
+@defop(ref=lambda torch: torch.nn.functional.softplus,
+       vjp=lambda g, input, beta, threshold: where(input * beta > threshold, g, g * sigmoid(input * beta)),
+       node="SoftplusBackward0", to_float=True,
+       samples=lambda rng: [((_r(rng, 3, 4),), {}), ((_r(rng, 5),), {"beta": 2.0, "threshold": 10.0}),
+                            ((np.array([-30.0, 25.0, 0.3]),), {})])
+def softplus(xp, input, *, beta=1.0, threshold=20.0):
+    """``log(1 + exp(beta * input)) / beta``, linear where ``beta * input > threshold``."""
+    xb = input * beta
+    soft = xp.log1p(xp.exp(xp.minimum(xb, threshold))) / beta
+    return xp.where(xb > threshold, input, soft).astype(input.dtype, copy=False)
+
+
+# -- logical ops (not differentiable) -------------------------------------------
+
+
+def _logical_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
+    return [((rng.random((3, 4)) < 0.5, rng.random((3, 4)) < 0.5), {}),
+            ((np.where(rng.random((3, 4)) < 0.5, 0.0, _r(rng, 3, 4)), rng.random(4) < 0.5), {}),
+            ((rng.integers(-1, 2, (2, 3)), np.array(0.0)), {})]
+
+
+def _logical(ufunc_name: str):  # type: ignore[no-untyped-def]
+    def forward(xp, input, other):  # type: ignore[no-untyped-def]
+        return getattr(xp, ufunc_name)(input, other)
+
+    forward.__name__ = ufunc_name
+    forward.__doc__ = f"Elementwise ``{ufunc_name.replace('_', ' ')}`` of the truth values; a bool tensor."
+    return defop(vjp=None, methods=(ufunc_name,), inplace=(ufunc_name + "_",), samples=_logical_samples,
+                 ref=lambda torch: getattr(torch, ufunc_name))(forward)
+
+
+logical_and = _logical("logical_and")
+logical_or = _logical("logical_or")
+logical_xor = _logical("logical_xor")
+
+
+@defop(ref=lambda torch: torch.logical_not, vjp=None, methods=("logical_not",), inplace=("logical_not_",),
+       samples=lambda rng: [((rng.random((3, 4)) < 0.5,), {}), ((np.array([0.0, -1.5, 2.0]),), {}),
+                            ((rng.integers(-1, 2, (2, 3)),), {})])
+def logical_not(xp, input):
+    """Elementwise ``not`` of the truth values; a bool tensor."""
+    return xp.logical_not(input)
+
+
+@defop(ref=lambda torch: torch.bitwise_not, vjp=None, methods=("bitwise_not", "__invert__"),
+       inplace=("bitwise_not_",),
+       samples=lambda rng: [((rng.random((3, 4)) < 0.5,), {}), ((rng.integers(-5, 5, (2, 3)),), {})])
+def bitwise_not(xp, input):
+    """Elementwise bitwise not (``~``): logical not for bool, two's complement for integers."""
+    if input.dtype.kind not in "iub":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return xp.invert(input)
