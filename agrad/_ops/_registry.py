@@ -318,6 +318,8 @@ def _bind(vjp: Callable[..., Any], idx: tuple[int, ...]) -> Callable[[Any, Any],
 def _record_variadic(op: OpDef, tensors: Sequence[Tensor], attrs: dict[str, Any], result: Tensor) -> Tensor:
     edges = []
     for t in tensors:
+        if t._base is not None:
+            t._refresh_view()  # Note [View grad_fn regeneration]
         edges.append(Edge(t._grad_fn, t._output_nr) if t._grad_fn is not None
                      else t._gradient_edge() if t._requires_grad else None)
     if all(e is None for e in edges):
@@ -337,6 +339,8 @@ def _record_variadic(op: OpDef, tensors: Sequence[Tensor], attrs: dict[str, Any]
         else:
             saved.append(attrs[p])
     node._saved = tuple(saved)
+    if anomaly_enabled.get():
+        node._record_trace()
     result._grad_fn = node
     return result
 

@@ -8,16 +8,18 @@ import numpy as np
 
 from agrad import _dtype
 from agrad._ops._common import _r, _shape_args, _unary_samples
-from agrad._ops._registry import defop
+from agrad._ops._registry import _inplace, defop
 from agrad._tensor import Tensor
 
 # The public names of this family (star-imported by ``agrad/__init__.py``).
-__all__ = ["reshape", "transpose", "unsqueeze", "squeeze", "clone"]
+__all__ = ["reshape", "transpose", "unsqueeze", "squeeze", "clone", "flatten", "permute", "broadcast_to", "cat",
+           "stack", "split", "chunk", "flip", "roll", "tile", "narrow", "index_select", "gather",
+           "scatter_add", "masked_fill", "constant_pad_nd"]
 
 # -- shape ------------------------------------------------------------------------
 
 
-@defop(ref=lambda torch: lambda x, *shape: x.reshape(*shape),
+@defop(view=True, ref=lambda torch: lambda x, *shape: x.reshape(*shape),
        vjp=lambda g, input_shape: g.reshape(input_shape), node="ViewBackward0",
        methods=("reshape", "view"), parse=lambda input, *shape: ((input,), {"shape": _shape_args(shape)}),
        samples=lambda rng: [((_r(rng, 3, 4), 12), {}), ((_r(rng, 3, 4), (2, -1, 3)), {}), ((_r(rng, 1), ()), {})])
@@ -26,7 +28,7 @@ def reshape(xp, input, *, shape):
     return xp.reshape(input, shape)
 
 
-@defop(ref=lambda torch: torch.transpose,
+@defop(view=True, ref=lambda torch: torch.transpose,
        vjp=lambda g, dim0, dim1: g.transpose(dim0, dim1), node="TransposeBackward0", methods=("transpose",),
        samples=lambda rng: [((_r(rng, 3, 4), 0, 1), {}), ((_r(rng, 2, 3, 4), -1, 0), {})])
 def transpose(xp, input, *, dim0, dim1):
@@ -34,7 +36,7 @@ def transpose(xp, input, *, dim0, dim1):
     return xp.swapaxes(input, dim0, dim1)
 
 
-@defop(ref=lambda torch: lambda x, *size: x.expand(*size),
+@defop(view=True, ref=lambda torch: lambda x, *size: x.expand(*size),
        vjp=lambda g, input_shape: g.sum_to_size(input_shape), node="ExpandBackward0",
        methods=("expand",), parse=lambda input, *size: ((input,), {"size": _shape_args(size)}),
        samples=lambda rng: [((_r(rng, 3, 1), (2, 3, 4)), {}), ((_r(rng), (3,)), {}), ((_r(rng, 2, 1), (-1, 3)), {})])
@@ -71,7 +73,7 @@ def _unsqueeze_shape(shape: tuple[int, ...], dim: int) -> tuple[int, ...]:
     return shape[:dim] + (1,) + shape[dim:]
 
 
-@defop(ref=lambda torch: torch.unsqueeze,
+@defop(view=True, ref=lambda torch: torch.unsqueeze,
        vjp=lambda g, input_shape: g.reshape(input_shape), node="UnsqueezeBackward0", methods=("unsqueeze",),
        samples=lambda rng: [((_r(rng, 3, 4), 1), {}), ((_r(rng, 3), -1), {}), ((_r(rng), 0), {})])
 def unsqueeze(xp, input, *, dim):
@@ -79,7 +81,7 @@ def unsqueeze(xp, input, *, dim):
     return xp.reshape(input, _unsqueeze_shape(input.shape, dim))
 
 
-@defop(ref=lambda torch: lambda x, dim=None: x.squeeze() if dim is None else x.squeeze(dim),
+@defop(view=True, ref=lambda torch: lambda x, dim=None: x.squeeze() if dim is None else x.squeeze(dim),
        vjp=lambda g, input_shape: g.reshape(input_shape), node="SqueezeBackward1", methods=("squeeze",),
        samples=lambda rng: [((_r(rng, 3, 1, 4),), {}), ((_r(rng, 3, 1),), {"dim": -1}), ((_r(rng, 3, 2),), {"dim": 1})])
 def squeeze(xp, input, *, dim=None):
@@ -130,7 +132,7 @@ def _is_basic(index: Any) -> bool:
     return all(i is None or i is Ellipsis or isinstance(i, (int, slice, np.integer)) for i in items)
 
 
-@defop(ref=lambda torch: lambda x, index: x[index],
+@defop(view=True, ref=lambda torch: lambda x, index: x[index],
        vjp=lambda g, input_shape, index: _index_put_grad(g, shape=input_shape, index=index),
        node="IndexBackward0", methods=("__getitem__",),
        parse=lambda input, index: ((input,), {"index": _index_arg(index)}),
@@ -190,3 +192,568 @@ for _name, _d in (("float", _dtype.float32), ("double", _dtype.float64), ("half"
 Tensor.contiguous = lambda self: self  # type: ignore[attr-defined]
 Tensor.mT = property(lambda self: transpose(self, -2, -1))  # type: ignore[attr-defined]
 Tensor.T = property(lambda self: transpose(self, 0, 1) if self.ndim == 2 else self)  # type: ignore[attr-defined]
+
+
+# -- dimension helpers ------------------------------------------------------------
+
+
+def _wrap_dim(dim: int, ndim: int) -> int:
+    """``dim`` in ``[0, ndim)``, with PyTorch's error (0-d tensors accept -1 and 0)."""
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def _dims_arg(dims: tuple[Any, ...]) -> tuple[int, ...]:
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        return tuple(int(d) for d in dims[0])
+    return tuple(int(d) for d in dims)
+
+
+def _slice_along(t: Tensor, dim: int, start: int, stop: int) -> Tensor:
+    """``t[..., start:stop, ...]`` along ``dim`` (a differentiable basic index)."""
+    return t[(slice(None),) * dim + (slice(start, stop),)]
+
+
+# -- permutations, flips, rolls ------------------------------------------------
+
+
+def _inverse_perm(dims: tuple[int, ...]) -> tuple[int, ...]:
+    inv = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inv[d] = i
+    return tuple(inv)
+
+
+def _check_perm(dims: tuple[int, ...], ndim: int) -> tuple[int, ...]:
+    if not dims and ndim:
+        raise TypeError('permute() missing 1 required positional arguments: "dims"')
+    if len(dims) != ndim:
+        raise RuntimeError(
+            f"permute(sparse_coo): number of dimensions in the tensor input does not match the length of the "
+            f"desired ordering of dimensions i.e. input.dim() = {ndim} is not equal to len(dims) = {len(dims)}"
+        )
+    wrapped = tuple(_wrap_dim(d, ndim) for d in dims)
+    if len(set(wrapped)) != len(wrapped):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return wrapped
+
+
+@defop(ref=lambda torch: lambda x, *dims: x.permute(*dims),
+       vjp=lambda g, dims: g.permute(_inverse_perm(dims)), node="PermuteBackward0", methods=("permute",), view=True,
+       parse=lambda input, *dims: ((input,), {"dims": _check_perm(_dims_arg(dims), input.ndim)}),
+       samples=lambda rng: [((_r(rng, 2, 3, 4), 2, 0, 1), {}), ((_r(rng, 2, 3), (-1, 0)), {}),
+                            ((_r(rng), ()), {}), ((_r(rng, 0, 3), 1, 0), {})])
+def permute(xp, input, *, dims):
+    """Reorder the dimensions: output dimension ``i`` is input dimension ``dims[i]``."""
+    return xp.transpose(input, dims)
+
+
+@defop(ref=lambda torch: torch.flip,
+       vjp=lambda g, dims: g.flip(dims), node="FlipBackward0", methods=("flip",),
+       parse=lambda input, *dims: ((input,), {"dims": tuple(_wrap_dim(d, input.ndim) for d in _dims_arg(dims))}),
+       samples=lambda rng: [((_r(rng, 3, 4), (0,)), {}), ((_r(rng, 2, 3, 4), (-1, 0)), {}),
+                            ((_r(rng), ()), {}), ((_r(rng, 0, 2), (1,)), {})])
+def flip(xp, input, *, dims):
+    """Reverse the order of elements along ``dims``."""
+    if input.ndim == 0:
+        return input.copy()
+    return xp.flip(input, axis=dims).copy() if dims else input.copy()
+
+
+def _roll_parse(input: Tensor, shifts: Any, dims: Any = None) -> tuple[tuple, dict]:
+    shifts_t = (int(shifts),) if isinstance(shifts, (int, np.integer)) else tuple(int(s) for s in shifts)
+    if dims is None:
+        if len(shifts_t) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts_t)}, dims:0")
+        return (input,), {"shifts": shifts_t, "dims": None}
+    dims_t = (int(dims),) if isinstance(dims, (int, np.integer)) else tuple(int(d) for d in dims)
+    if len(shifts_t) != len(dims_t):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts_t)}, dims:{len(dims_t)}")
+    return (input,), {"shifts": shifts_t, "dims": tuple(_wrap_dim(d, input.ndim) for d in dims_t)}
+
+
+@defop(ref=lambda torch: torch.roll,
+       vjp=lambda g, shifts, dims: g.roll(tuple(-s for s in shifts), dims), node="RollBackward0",
+       methods=("roll",), parse=_roll_parse,
+       samples=lambda rng: [((_r(rng, 3, 4), 1), {}), ((_r(rng, 3, 4), (1, -2), (0, 1)), {}),
+                            ((_r(rng, 2, 3), 5, -1), {}), ((_r(rng, 0, 3), 1, 1), {})])
+def roll(xp, input, *, shifts, dims):
+    """Rotate elements along ``dims`` by ``shifts`` (over the flattened tensor when ``dims`` is None)."""
+    if dims is None:
+        return xp.roll(input.reshape(-1), shifts[0]).reshape(input.shape)
+    return xp.roll(input, shifts, axis=dims)
+
+
+# -- flatten / broadcast ------------------------------------------------------------
+
+
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merge dimensions ``start_dim..end_dim`` into one (a 0-d tensor becomes 1-d)."""
+    shape = input.shape
+    if len(shape) == 0:
+        _wrap_dim(start_dim, 0), _wrap_dim(end_dim, 0)
+        return input.reshape(1)
+    s, e = _wrap_dim(start_dim, len(shape)), _wrap_dim(end_dim, len(shape))
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return input
+    merged = 1
+    for n in shape[s:e + 1]:
+        merged *= n
+    return input.reshape(shape[:s] + (merged,) + shape[e + 1:])
+
+
+def broadcast_to(input: Tensor, size: Any) -> Tensor:
+    """``input`` broadcast to ``size`` (``expand``)."""
+    return input.expand(tuple(size))
+
+
+def _expand_as(self: Tensor, other: Tensor) -> Tensor:
+    return self.expand(other.shape)
+
+
+# -- cat / stack ------------------------------------------------------------------
+
+
+def _cat_dim(arrays: tuple[Any, ...], dim: int) -> tuple[int, list[Any]]:
+    """Validate a ``cat`` (PyTorch's errors) and return the wrapped dim and the arrays
+    that take part (legacy 1-d empty tensors are skipped, as PyTorch does)."""
+    if not arrays:
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    for i, a in enumerate(arrays):
+        if a.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+    used = [(i, a) for i, a in enumerate(arrays) if not (a.ndim == 1 and a.shape[0] == 0)]
+    if not used:
+        return _wrap_dim(dim, 1), [a for a in arrays]
+    i0, ref = used[0]
+    d = _wrap_dim(dim, ref.ndim)
+    for i, a in used[1:]:
+        if a.ndim != ref.ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} and {a.ndim}")
+        for k in range(ref.ndim):
+            if k != d and a.shape[k] != ref.shape[k]:
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {d}. Expected size {ref.shape[k]} "
+                    f"but got size {a.shape[k]} for tensor number {i} in the list."
+                )
+    return d, [a for _, a in used]
+
+
+def _cat_grad(g: Tensor, shapes: tuple[tuple[int, ...], ...], dim: int) -> list[Tensor]:
+    out = []
+    d = None
+    start = 0
+    for s in shapes:
+        if len(s) == 1 and s[0] == 0 and g.ndim != 1:
+            out.append(g.reshape(-1)[0:0])  # a skipped legacy empty tensor
+            continue
+        if d is None:
+            d = _wrap_dim(dim, g.ndim)
+        out.append(_slice_along(g, d, start, start + s[d]))
+        start += s[d]
+    return out
+
+
+@defop(ref=lambda torch: lambda *ts, dim=0: torch.cat(ts, dim=dim),
+       vjp=lambda g, tensors_shape, dim: _cat_grad(g, tensors_shape, dim), node="CatBackward0", promote=True,
+       parse=lambda *tensors, dim=0: (tensors, {"dim": dim}),
+       samples=lambda rng: [((_r(rng, 2, 3), _r(rng, 4, 3)), {}), ((_r(rng, 2, 3), _r(rng, 2, 1)), {"dim": -1}),
+                            ((_r(rng, 2, 3), np.arange(6).reshape(2, 3)), {"dim": 1}),
+                            ((_r(rng, 0, 3), _r(rng, 2, 3), _r(rng, 1, 3)), {}), ((_r(rng, 3),), {})])
+def _cat(xp, *tensors, dim=0):
+    """Concatenate ``tensors`` along ``dim`` (backs ``cat``)."""
+    d, used = _cat_dim(tensors, dim)
+    return xp.concatenate(used, axis=d)
+
+
+def cat(tensors: Any, dim: int = 0) -> Tensor:
+    """Concatenate a sequence of tensors along ``dim``, with PyTorch's type promotion."""
+    if isinstance(tensors, Tensor):
+        raise TypeError("cat(): argument 'tensors' must be tuple of Tensors, not Tensor")
+    if not len(tensors):
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    return _cat(*tensors, dim=dim)
+
+
+def _stack_check(arrays: tuple[Any, ...], dim: int) -> int:
+    if not arrays:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    for i, a in enumerate(arrays[1:], 1):
+        if a.shape != arrays[0].shape:
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got {list(arrays[0].shape)} at entry 0 "
+                f"and {list(a.shape)} at entry {i}"
+            )
+    return _wrap_dim(dim, arrays[0].ndim + 1)
+
+
+def _stack_grad(g: Tensor, n: int, dim: int) -> list[Tensor]:
+    d = _wrap_dim(dim, g.ndim)
+    return [g[(slice(None),) * d + (i,)] for i in range(n)]
+
+
+@defop(ref=lambda torch: lambda *ts, dim=0: torch.stack(ts, dim=dim),
+       vjp=lambda g, tensors_shape, dim: _stack_grad(g, len(tensors_shape), dim), node="StackBackward0",
+       promote=True, parse=lambda *tensors, dim=0: (tensors, {"dim": dim}),
+       samples=lambda rng: [((_r(rng, 2, 3), _r(rng, 2, 3)), {}), ((_r(rng, 2, 3), _r(rng, 2, 3)), {"dim": -1}),
+                            ((_r(rng), _r(rng), _r(rng)), {}), ((_r(rng, 0, 2), _r(rng, 0, 2)), {"dim": 1}),
+                            ((_r(rng, 3), np.arange(3)), {"dim": 1})])
+def _stack(xp, *tensors, dim=0):
+    """Stack equal-shaped ``tensors`` along a new dimension ``dim`` (backs ``stack``)."""
+    return xp.stack(tensors, axis=_stack_check(tensors, dim))
+
+
+def stack(tensors: Any, dim: int = 0) -> Tensor:
+    """Stack a sequence of equal-shaped tensors along a new dimension ``dim``."""
+    if isinstance(tensors, Tensor):
+        raise TypeError("stack(): argument 'tensors' must be tuple of Tensors, not Tensor")
+    if not len(tensors):
+        raise RuntimeError("stack expects a non-empty TensorList")
+    return _stack(*tensors, dim=dim)
+
+
+# -- slicing: narrow, split, chunk ------------------------------------------------
+
+
+def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """``length`` elements of ``input`` along ``dim`` from ``start`` (negative counts from the end)."""
+    if input.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = _wrap_dim(dim, input.ndim)
+    size = input.shape[d]
+    if isinstance(start, Tensor):
+        start = int(start.item())
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+    start = start % size if start < 0 else start
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if start > size - length:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return _slice_along(input, d, start, start + length)
+
+
+def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    """Split into pieces of ``split_size`` (the last may be smaller) or of the given section sizes."""
+    d = _wrap_dim(dim, tensor.ndim)
+    if tensor.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    size = tensor.shape[d]
+    if isinstance(split_size_or_sections, (int, np.integer)):
+        step = int(split_size_or_sections)
+        if step < 0 or (step == 0 and size != 0):
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
+        if size == 0:
+            return (_slice_along(tensor, d, 0, 0),)
+        return tuple(_slice_along(tensor, d, s, min(s + step, size)) for s in range(0, size, step))
+    sections = [int(s) for s in split_size_or_sections]
+    if sum(sections) != size or any(s < 0 for s in sections):
+        raise RuntimeError(
+            f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension "
+            f"{d}), but got split_sizes={sections}"
+        )
+    out, start = [], 0
+    for s in sections:
+        out.append(_slice_along(tensor, d, start, start + s))
+        start += s
+    return tuple(out)
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """Split into ``chunks`` pieces of ``ceil(size / chunks)`` (fewer when they run out)."""
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    if input.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    d = _wrap_dim(dim, input.ndim)
+    size = input.shape[d]
+    step = -(-size // chunks)
+    if step == 0:
+        return tuple(_slice_along(input, d, 0, 0) for _ in range(chunks))
+    return split(input, step, d)
+
+
+# -- repeat / tile ------------------------------------------------------------------
+
+
+def _repeat_grad(g: Tensor, input_shape: tuple[int, ...], repeats: tuple[int, ...]) -> Tensor:
+    lead = len(repeats) - len(input_shape)
+    shape = (1,) * lead + tuple(input_shape)
+    interleaved: list[int] = []
+    for r, s in zip(repeats, shape):
+        interleaved += [r, s]
+    if not interleaved:
+        return g
+    g = g.reshape(tuple(interleaved))
+    return g.sum(tuple(range(0, len(interleaved), 2))).reshape(input_shape)
+
+
+def _repeat_parse(input: Tensor, *sizes: Any) -> tuple[tuple, dict]:
+    reps = _dims_arg(sizes)
+    if len(reps) < input.ndim:
+        raise RuntimeError(
+            "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"
+        )
+    if any(r < 0 for r in reps):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(reps)}: {list(reps)}")
+    return (input,), {"repeats": reps}
+
+
+@defop(ref=lambda torch: lambda x, *sizes: x.repeat(*sizes),
+       vjp=lambda g, input_shape, repeats: _repeat_grad(g, input_shape, repeats), node="RepeatBackward0",
+       methods=("repeat",), parse=_repeat_parse,
+       samples=lambda rng: [((_r(rng, 2, 3), 2, 1), {}), ((_r(rng, 2, 3), (2, 1, 3)), {}),
+                            ((_r(rng), (3,)), {}), ((_r(rng, 0, 2), 2, 2), {}), ((_r(rng, 2), (0,)), {})])
+def repeat(xp, input, *, repeats):
+    """Tile ``input`` ``repeats[i]`` times along each dimension (leading new dimensions allowed)."""
+    lead = len(repeats) - input.ndim
+    return xp.tile(input.reshape((1,) * lead + input.shape), repeats)
+
+
+def tile(input: Tensor, dims: Any) -> Tensor:
+    """``repeat`` with ``dims`` padded with leading ones to ``input.ndim``."""
+    dims = _dims_arg((dims,))
+    if len(dims) < input.ndim:
+        dims = (1,) * (input.ndim - len(dims)) + dims
+    return repeat(input, dims)
+
+
+def _tile_method(self: Tensor, *dims: Any) -> Tensor:
+    return tile(self, _dims_arg(dims))
+
+
+# -- index_select / gather / scatter_add --------------------------------------------
+
+
+def _check_index(index: Any, name: str) -> None:
+    if index.dtype.kind not in "iu":
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
+
+
+def _index_select_parse(input: Tensor, dim: int, index: Tensor) -> tuple[tuple, dict]:
+    return (input, index), {"dim": _wrap_dim(dim, input.ndim)}
+
+
+@defop(ref=lambda torch: torch.index_select,
+       vjp=(lambda g, input_shape, index, dim: _index_put_grad(
+                g, shape=input_shape, index=(slice(None),) * dim + (index._data.reshape(-1),)) if input_shape
+            else g.reshape(()),
+            None),
+       node="IndexSelectBackward0", methods=("index_select",), parse=_index_select_parse,
+       samples=lambda rng: [((_r(rng, 4, 3), 0, np.array([0, 2, 0, 3])), {}),
+                            ((_r(rng, 4, 3), -1, np.array([2, 2])), {}),
+                            ((_r(rng, 4, 3), 1, np.array([], dtype=np.int64)), {}),
+                            ((_r(rng, 4, 3), 0, np.array(1)), {})])
+def _index_select(xp, input, index, *, dim):
+    """The entries of ``input`` at ``index`` along ``dim`` (backs ``index_select``)."""
+    _check_index(index, "index_select")
+    if index.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    size = input.shape[dim] if input.ndim else 1
+    if index.size and ((index < 0) | (index >= size)).any():
+        raise IndexError("index out of range in self")
+    if input.ndim == 0:
+        return input[...].copy()
+    return xp.take(input, index.reshape(-1), axis=dim)
+
+
+index_select = _index_select
+
+
+def _zeros_like_shape(g: Tensor, shape: tuple[int, ...]) -> Tensor:
+    return Tensor._make(np.zeros(shape, dtype=g._data.dtype))
+
+
+def _gather_check(input: Any, index: Any, dim: int, name: str) -> None:
+    _check_index(index, name)
+    if index.ndim != input.ndim and index.size and input.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    for k in range(index.ndim):
+        if k != dim and index.size and input.ndim and index.shape[k] > input.shape[k]:
+            raise RuntimeError(
+                f"Size does not match at dimension {k} expected index {list(index.shape)} to be no larger than "
+                f"self {list(input.shape)} apart from dimension {dim}"
+            )
+    if index.size and input.ndim:
+        bad = (index < 0) | (index >= input.shape[dim])
+        if bad.any():
+            i = int(index[bad].flat[0])
+            raise RuntimeError(f"index {i} is out of bounds for dimension {dim} with size {input.shape[dim]}")
+
+
+def _full_index(index: Any, dim: int) -> tuple[Any, ...]:
+    """Index arrays addressing ``a[i][j][index[i][j][k]]``-style positions (dim replaced by ``index``)."""
+    grids = list(np.indices(index.shape, sparse=True))
+    grids[dim] = index
+    return tuple(grids)
+
+
+@defop(ref=lambda torch: torch.gather,
+       vjp=(lambda g, input_shape, index, dim: scatter_add(_zeros_like_shape(g, input_shape), dim, index, g), None),
+       node="GatherBackward0", methods=("gather",),
+       parse=lambda input, dim, index: ((input, index), {"dim": _wrap_dim(dim, input.ndim)}),
+       samples=lambda rng: [((_r(rng, 3, 4), 1, np.array([[0, 0, 3], [1, 2, 1], [3, 3, 3]])), {}),
+                            ((_r(rng, 3, 4), 0, np.array([[0, 1, 2, 0], [2, 2, 2, 2]])), {}),
+                            ((_r(rng, 3, 4), -1, np.array([[1], [0]])), {}),
+                            ((_r(rng), 0, np.array(0)), {}),
+                            ((_r(rng, 3, 4), 1, np.zeros((3, 0), dtype=np.int64)), {})])
+def _gather(xp, input, index, *, dim):
+    """``out[i][j] = input[i][index[i][j]]`` for ``dim=1`` (backs ``gather``)."""
+    _gather_check(input, index, dim, "gather")
+    if input.ndim == 0:
+        return input.reshape(index.shape).copy()
+    return input[_full_index(index, dim)]
+
+
+gather = _gather
+
+
+def _scatter_src_grad(g: Tensor, index: Tensor, dim: int, src_shape: tuple[int, ...]) -> Tensor:
+    grad = g.gather(dim, index)
+    if tuple(src_shape) == tuple(index.shape):
+        return grad
+    return _index_put_grad(grad, shape=src_shape, index=tuple(slice(0, n) for n in index.shape))
+
+
+@defop(ref=lambda torch: torch.scatter_add,
+       vjp=(lambda g: g, None, lambda g, index, dim, src_shape: _scatter_src_grad(g, index, dim, src_shape)),
+       node="ScatterAddBackward0", methods=("scatter_add",), inplace=("scatter_add_",),
+       parse=lambda input, dim, index, src: ((input, index, src), {"dim": _wrap_dim(dim, input.ndim)}),
+       samples=lambda rng: [((_r(rng, 3, 4), 1, np.array([[0, 0, 3], [1, 2, 1], [3, 3, 3]]), _r(rng, 3, 3)), {}),
+                            ((_r(rng, 3, 4), 0, np.array([[0, 1, 2, 0], [2, 2, 2, 2]]), _r(rng, 2, 4)), {}),
+                            ((_r(rng, 3, 4), -1, np.array([[1], [1]]), _r(rng, 2, 1)), {}),
+                            ((_r(rng), 0, np.array(0), _r(rng)), {})])
+def _scatter_add(xp, input, index, src, *, dim):
+    """``input`` with ``src`` added at ``index`` along ``dim``, summing repeats (backs ``scatter_add``)."""
+    _gather_check(input, index, dim, "scatter_add")
+    out = input.copy()
+    if index.size == 0:
+        return out
+    if input.ndim == 0:
+        out += src.reshape(()) if src.ndim else src
+        return out
+    part = src[tuple(slice(0, n) for n in index.shape)]
+    xp.add.at(out, _full_index(index, dim), part.astype(out.dtype, copy=False))
+    return out
+
+
+scatter_add = _scatter_add
+
+# -- masked_fill ------------------------------------------------------------------
+
+
+def _check_mask(mask: Any) -> None:
+    if mask.dtype != np.bool_:
+        dt = _dtype.from_numpy_dtype(mask.dtype)
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {dt}")
+
+
+@defop(ref=lambda torch: torch.masked_fill,
+       vjp=(lambda g, mask: g.masked_fill(mask, 0), None), node="MaskedFillBackward0",
+       samples=lambda rng: [((_r(rng, 3, 4), rng.uniform(size=(3, 4)) > 0.5, 1.5), {}),
+                            ((_r(rng, 3, 4), np.array([True, False, False, True]), -2.0), {}),
+                            ((_r(rng), np.array(True), 0.0), {})])
+def _masked_fill(xp, input, mask, *, value):
+    """``input`` with ``value`` where ``mask`` is true (backs ``masked_fill`` with a number)."""
+    _check_mask(mask)
+    return xp.where(mask, xp.asarray(value).astype(input.dtype), input)
+
+
+def _value_grad(g: Tensor, mask: Tensor) -> Tensor:
+    return (g - g.masked_fill(mask, 0)).sum()
+
+
+@defop(ref=lambda torch: torch.masked_fill,
+       vjp=(lambda g, mask: g.masked_fill(mask, 0), None, lambda g, mask: _value_grad(g, mask)),
+       node="MaskedFillBackward1",
+       samples=lambda rng: [((_r(rng, 3, 4), rng.uniform(size=(3, 4)) > 0.5, _r(rng)), {}),
+                            ((_r(rng, 3, 4), np.array([True, False, False, True]), _r(rng)), {})])
+def _masked_fill_tensor(xp, input, mask, value):
+    """``input`` with the 0-d tensor ``value`` where ``mask`` is true."""
+    _check_mask(mask)
+    if value.ndim != 0:
+        raise RuntimeError(
+            "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+            f"{value.ndim} dimension(s)."
+        )
+    return xp.where(mask, value.astype(input.dtype), input)
+
+
+def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
+    """``input`` with ``value`` (a number or a 0-d tensor) where ``mask`` is true."""
+    if isinstance(value, Tensor):
+        return _masked_fill_tensor(input, mask, value)
+    return _masked_fill(input, mask, value=value)
+
+
+Tensor.masked_fill = masked_fill  # type: ignore[attr-defined]
+Tensor.masked_fill_ = _inplace(masked_fill, "masked_fill_")  # type: ignore[attr-defined]
+
+# -- padding ----------------------------------------------------------------------
+
+
+def _check_pad(pad: Any, ndim: int) -> tuple[int, ...]:
+    pad = tuple(int(p) for p in pad)
+    if len(pad) % 2:
+        raise RuntimeError("Length of pad must be even but instead it equals " + str(len(pad)))
+    if len(pad) // 2 > ndim:
+        raise RuntimeError(
+            f"Length of pad should be no more than twice the number of dimensions of the input. "
+            f"Pad length is {len(pad)}while the input has {ndim}dimensions."  # sic, PyTorch's spacing
+        )
+    return pad
+
+
+@defop(ref=lambda torch: torch.constant_pad_nd,
+       vjp=lambda g, pad: constant_pad_nd(g, tuple(-p for p in pad)), node="ConstantPadNdBackward0",
+       parse=lambda input, pad, value=0: ((input,), {"pad": _check_pad(pad, input.ndim), "value": value}),
+       samples=lambda rng: [((_r(rng, 3, 4), (1, 2)), {}), ((_r(rng, 2, 3, 4), (0, 1, 2, 0), 1.5), {}),
+                            ((_r(rng, 3, 4), (-1, 2, 1, -2)), {}), ((_r(rng, 0, 2), (1, 1, 1, 0)), {}),
+                            ((_r(rng), ()), {})])
+def constant_pad_nd(xp, input, *, pad, value=0):
+    """Pad (or, with negative amounts, crop) the last ``len(pad) // 2`` dimensions with ``value``."""
+    nd = len(pad) // 2
+    widths = [(0, 0)] * input.ndim
+    crop = [slice(None)] * input.ndim
+    for i in range(nd):
+        d = input.ndim - 1 - i
+        lo, hi = pad[2 * i], pad[2 * i + 1]
+        n = input.shape[d]
+        if n + lo + hi < 0:
+            raise RuntimeError(
+                f"The input size {n}, plus negative padding {lo} and {hi} resulted in a negative output size, "
+                "which is invalid. Check dimension " + str(d) + " of your input."
+            )
+        crop[d] = slice(max(-lo, 0), n - max(-hi, 0))
+        widths[d] = (max(lo, 0), max(hi, 0))
+    cropped = input[tuple(crop)]
+    if not nd:
+        return cropped.copy()
+    return xp.pad(cropped, widths, mode="constant", constant_values=xp.asarray(value).astype(input.dtype))
+
+
+def _pad(input: Tensor, pad: Any, mode: str = "constant", value: Any = None) -> Tensor:
+    """``torch.nn.functional.pad``: only ``mode='constant'`` is supported."""
+    if mode != "constant":
+        raise NotImplementedError(f"pad: mode {mode!r} is not supported (only 'constant')")
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.ndim:
+        raise RuntimeError(
+            "Padding length should be less than or equal to two times the input dimension but got padding length "
+            f"{len(pad)} and input of dimension {input.ndim}"
+        )
+    return constant_pad_nd(input, pad, 0 if value is None else value)
+
+
+Tensor.flatten = flatten  # type: ignore[attr-defined]
+Tensor.expand_as = _expand_as  # type: ignore[attr-defined]
+Tensor.broadcast_to = broadcast_to  # type: ignore[attr-defined]
+Tensor.narrow = narrow  # type: ignore[attr-defined]
+Tensor.split = split  # type: ignore[attr-defined]
+Tensor.chunk = chunk  # type: ignore[attr-defined]
+Tensor.tile = _tile_method  # type: ignore[attr-defined]

@@ -110,8 +110,3 @@ def _setitem(self: Tensor, index: Any, value: Any) -> None:
 
 
 Tensor.__setitem__ = _setitem  # type: ignore[method-assign]
-
-# TEMPORARY until the shape family's entries carry ``view=True`` themselves.
-
-for _name in ("reshape", "transpose", "expand", "unsqueeze", "squeeze", "index"):
-    REGISTRY[_name].view = True

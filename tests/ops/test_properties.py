@@ -72,19 +72,27 @@ def test_broadcasting_binary_ops_match_torch(op: str, data: st.DataObject) -> No
 
 
 def _graph_ops() -> list[tuple[str, int]]:
-    """Every differentiable op of the table that can be called on one or two
-    same-shaped float matrices with no attributes (judged from its own samples),
-    with its arity: the building blocks of random graphs.  A new op joins by
-    its entry alone."""
+    """Every differentiable op of the table that acts elementwise on one or two
+    (2, 3) float matrices with no attributes: judged from its own samples
+    (called that way), then probed to map (2, 3) operands in [0.5, 1.5] to a
+    (2, 3) result.  These are the building blocks of random graphs; a new op
+    joins by its entry alone."""
+    probe = agrad.tensor(np.linspace(0.5, 1.5, 6).reshape(2, 3))
     ops = []
     for name, op in sorted(REGISTRY.items()):
         if op.vjps is None or op.ref is None or op.samples is None or op.variadic:
             continue
         for args, kwargs in op.samples(np.random.default_rng(0)):
             plain = all(isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.ndim == 2 for a in args)
-            if not kwargs and plain and len(args) in (1, 2) and len({a.shape for a in args}) == 1:
+            if kwargs or not plain or len(args) not in (1, 2) or len({a.shape for a in args}) != 1:
+                continue
+            try:
+                elementwise = op.public(*[probe] * len(args)).shape == probe.shape
+            except (RuntimeError, ValueError):
+                elementwise = False
+            if elementwise:
                 ops.append((name, len(args)))
-                break
+            break
     return ops
 
 
