@@ -39,7 +39,7 @@ import numpy as np
 from agrad import _dtype
 from agrad._grad_mode import grad_enabled
 from agrad._graph._anomaly import anomaly_enabled
-from agrad._graph._node import Edge, Node, SavedTensor
+from agrad._graph._node import _FREED, Edge, Node, SavedTensor
 from agrad._tensor import Tensor
 
 __all__ = ["OpDef", "defop", "apply", "REGISTRY"]
@@ -94,18 +94,25 @@ class OpNode(Node):
 
     def apply(self, grads: list[Any], task: Any) -> Sequence[Any]:
         g = grads[0]
-        edges = self.next_edges
         if g is None:
-            return [None] * len(edges)
+            return [None] * len(self.next_edges)
+        return self._vjps(g, self._unpacked(), task)
+
+    def _unpacked(self) -> Any:
+        """The saved values, tensors unpacked (version-checked); raises once freed."""
         saved = self._saved
         if saved is None:
-            from agrad._graph._node import _FREED
             raise RuntimeError(_FREED)
-        if saved:
-            saved = [s.unpack(self) if type(s) is SavedTensor else s for s in saved]
+        if not saved:
+            return saved
+        return [s.unpack(self) if type(s) is SavedTensor
+                else tuple(x.unpack(self) for x in s) if type(s) is tuple and s and type(s[0]) is SavedTensor
+                else s for s in saved]
+
+    def _vjps(self, g: Any, saved: Any, task: Any) -> list[Any]:
         exec_info = task.exec_info if task is not None else None
         out = []
-        for edge, call in zip(edges, self.op.calls):
+        for edge, call in zip(self.next_edges, self.op.calls):
             if edge is None or (exec_info is not None and not task.needed(edge[0])):
                 out.append(None)
             else:
@@ -350,19 +357,9 @@ class VariadicOpNode(OpNode):
 
     __slots__ = ()
 
-    def apply(self, grads: list[Any], task: Any) -> Sequence[Any]:
-        g = grads[0]
-        edges = self.next_edges
-        if g is None:
-            return [None] * len(edges)
-        saved = self._saved
-        if saved is None:
-            from agrad._graph._node import _FREED
-            raise RuntimeError(_FREED)
-        vals = [tuple(x.unpack(self) for x in s) if type(s) is tuple and s and type(s[0]) is SavedTensor
-                else s.unpack(self) if type(s) is SavedTensor else s for s in saved]
-        out = self.op.calls[0](g, vals)
-        return [None if e is None else o for e, o in zip(edges, out)]
+    def _vjps(self, g: Any, saved: Any, task: Any) -> list[Any]:
+        out = self.op.calls[0](g, saved)
+        return [None if e is None else o for e, o in zip(self.next_edges, out)]
 
     def release_variables(self) -> None:
         self._saved = None
