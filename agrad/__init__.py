@@ -12,6 +12,7 @@ PyTorch's autograd API with ``await`` added::
 from agrad import (
     _ops,  # noqa: F401  - registers every op and its Tensor methods
     autograd,
+    linalg,
     nn,
     utils,
 )
@@ -90,7 +91,7 @@ __all__ = [
     "int64", "uint8", "bool", "float", "double", "half", "long", "int", "get_default_dtype", "set_default_dtype",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "softmax", "is_tensor",
-    "autograd", "nn", "utils",
+    "autograd", "linalg", "nn", "utils",
 ] + [
     *_elementwise.__all__, *_linalg.__all__, *_reductions.__all__, *_shape.__all__,
 ]

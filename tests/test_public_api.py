@@ -12,13 +12,14 @@ import pytest
 from tests.helpers import requires_torch, torch
 
 PUBLIC_MODULES = [
-    "agrad", "agrad.autograd", "agrad.autograd.function", "agrad.autograd.graph", "agrad.autograd.gradcheck",
+    "agrad", "agrad.autograd", "agrad.autograd.function", "agrad.autograd.functional", "agrad.autograd.graph",
+    "agrad.autograd.gradcheck", "agrad.linalg",
     "agrad.nn", "agrad.nn.functional", "agrad.utils", "agrad.utils.hooks",
 ]
 
 # agrad's additions to PyTorch's API: the blocking twins (and queue_callback,
 # which PyTorch exposes only as Variable._execution_engine.queue_callback).
-AGRAD_ONLY = {"backward_sync", "grad_sync", "queue_callback"}
+AGRAD_ONLY = {"backward_sync", "grad_sync", "queue_callback", "vjp_sync", "jacobian_sync", "hessian_sync"}
 
 
 @pytest.mark.parametrize("name", PUBLIC_MODULES)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from agrad import _dtype
@@ -10,7 +12,7 @@ from agrad._ops._registry import defop
 from agrad._tensor import Tensor
 
 # The public names of this family (star-imported by ``agrad/__init__.py``).
-__all__ = ["matmul"]
+__all__ = ["matmul", "mm", "bmm", "dot", "outer", "einsum"]
 
 # -- linear algebra -------------------------------------------------------------
 
@@ -65,3 +67,223 @@ def matmul(xp, input, other):
         raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
                            f"{input.ndim}D and {other.ndim}D")
     return xp.matmul(input, other)
+
+
+
+def _dtypes_match(name: str, a: np.ndarray, b: np.ndarray) -> None:
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"{name}: expected m1 and m2 to have the same dtype, but got: "
+                           f"{_dtype.from_numpy_dtype(a.dtype)} != {_dtype.from_numpy_dtype(b.dtype)}")
+
+
+@defop(ref=lambda torch: torch.mm, vjp=(lambda g, mat2: mm(g, mat2.mT), lambda g, input: mm(input.mT, g)),
+       node="MmBackward0", methods=("mm",),
+       samples=lambda rng: [((_r(rng, 2, 3), _r(rng, 3, 4)), {}), ((_r(rng, 1, 5), _r(rng, 5, 1)), {})])
+def mm(xp, input, mat2):
+    """Product of two matrices (2-D only, no broadcasting)."""
+    if input.ndim != 2:
+        raise RuntimeError("self must be a matrix")
+    if mat2.ndim != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    if input.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({input.shape[0]}x{input.shape[1]} "
+                           f"and {mat2.shape[0]}x{mat2.shape[1]})")
+    _dtypes_match("mm", input, mat2)
+    return xp.matmul(input, mat2)
+
+
+@defop(ref=lambda torch: torch.bmm, vjp=(lambda g, mat2: bmm(g, mat2.mT), lambda g, input: bmm(input.mT, g)),
+       node="BmmBackward0", methods=("bmm",),
+       samples=lambda rng: [((_r(rng, 2, 2, 3), _r(rng, 2, 3, 4)), {})])
+def bmm(xp, input, mat2):
+    """Batched product of two 3-D tensors of matrices with equal batch sizes."""
+    if input.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if mat2.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    if input.shape[0] != mat2.shape[0] or input.shape[2] != mat2.shape[1]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{input.shape[0]}, {input.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
+    _dtypes_match("bmm", input, mat2)
+    return xp.matmul(input, mat2)
+
+
+@defop(ref=lambda torch: torch.dot, vjp=(lambda g, tensor: g * tensor, lambda g, input: g * input),
+       node="DotBackward0", methods=("dot",), samples=lambda rng: [((_r(rng, 4), _r(rng, 4)), {})])
+def dot(xp, input, tensor):
+    """Inner product of two 1-D tensors of the same size."""
+    if input.ndim != 1 or tensor.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {tensor.ndim}D tensors")
+    if input.shape[0] != tensor.shape[0]:
+        n, m = input.shape[0], tensor.shape[0]
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to have the same "
+                           f"number of elements, but got {n} and {m} elements respectively")
+    if input.dtype != tensor.dtype:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                           f"{_dtype.from_numpy_dtype(input.dtype)} and {_dtype.from_numpy_dtype(tensor.dtype)}")
+    return xp.dot(input, tensor)
+
+
+@defop(ref=lambda torch: torch.outer,
+       vjp=(lambda g, vec2: matmul(g, vec2), lambda g, input: matmul(input, g)),
+       node="MulBackward0", methods=("outer", "ger"), promote=True,
+       samples=lambda rng: [((_r(rng, 3), _r(rng, 4)), {})])
+def outer(xp, input, vec2):
+    """Outer product of two 1-D tensors."""
+    if input.ndim != 1 or vec2.ndim != 1:
+        raise RuntimeError(f"outer: expected 1D tensors, but got {input.ndim}D and {vec2.ndim}D tensors")
+    return xp.multiply.outer(input, vec2)
+
+
+# -- einsum -------------------------------------------------------------------------
+
+
+def _parse_equation(equation: str, n: int) -> tuple[list[str], str]:
+    eq = equation.replace(" ", "")
+    if "." in eq:
+        raise NotImplementedError("einsum(): ellipsis ('...') is not supported by agrad")
+    lhs, arrow, rhs = eq.partition("->")
+    subs = lhs.split(",")
+    if len(subs) != n:
+        raise RuntimeError(f"einsum(): {len(subs)} operands were specified in the equation but {n} were given")
+    for s in subs + [rhs]:
+        if not all(c.isalpha() for c in s):
+            raise RuntimeError(f"einsum(): invalid subscript given in equation {equation!r}")
+    if not arrow:
+        letters = "".join(subs)
+        rhs = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    return subs, rhs
+
+
+def _einsum_grad(g: Tensor, tensors: tuple[Tensor, ...], equation: str) -> list[Tensor]:
+    """The gradient of operand k is an einsum of the incoming gradient with the
+    other operands, written into operand k's subscripts: a letter repeated in
+    them (a diagonal) goes through an identity, a letter summed away by operand
+    k alone through a vector of ones (both constants)."""
+    from agrad._creation import ones
+    from agrad._creation import tensor as make_tensor
+
+    subs, rhs = _parse_equation(equation, len(tensors))
+    sizes = {c: t.shape[i] for t, s in zip(tensors, subs) for i, c in enumerate(s)}
+    free = [chr(c) for c in range(ord("A"), ord("Z") + 1)] + [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    free = [c for c in free if c not in sizes]
+    grads = []
+    for k, target in enumerate(subs):
+        operands = [g] + [t for j, t in enumerate(tensors) if j != k]
+        in_subs = [rhs] + [s for j, s in enumerate(subs) if j != k]
+        available = set("".join(in_subs))
+        out_subs = ""
+        seen: set[str] = set()
+        for c in target:
+            if c in seen:  # a repeated letter: a fresh one tied to c by an identity
+                new = free.pop()
+                operands.append(make_tensor(np.eye(sizes[c], dtype=g._data.dtype)))
+                in_subs.append(c + new)
+                out_subs += new
+                continue
+            seen.add(c)
+            out_subs += c
+            if c not in available:
+                operands.append(ones(sizes[c], dtype=g.dtype))
+                in_subs.append(c)
+                available.add(c)
+        grads.append(einsum(",".join(in_subs) + "->" + out_subs, *operands))
+    return grads
+
+
+_EINSUM_SAMPLES = [("ij,jk->ik", (2, 3), (3, 4)), ("bij,bjk->bik", (2, 2, 3), (2, 3, 4)), ("i,i->", (4,), (4,)),
+                   ("ij->ji", (2, 3)), ("ii->i", (3, 3)), ("ij->", (2, 3)), ("bi,bi->b", (3, 4), (3, 4)),
+                   ("i,j->ij", (3,), (4,)), ("ii", (3, 3)), ("ij,jk", (2, 3), (3, 2)),
+                   ("ij,j,k->ik", (2, 3), (3,), (2,))]
+
+
+@defop(ref=lambda torch: torch.einsum, vjp=_einsum_grad, node="EinsumBackward0", promote=True,
+       parse=lambda equation, *operands: (
+           tuple(operands[0]) if len(operands) == 1 and isinstance(operands[0], (list, tuple)) else operands,
+           {"equation": equation}),
+       samples=lambda rng: [((eq, *(_r(rng, *s) for s in shapes)), {}) for eq, *shapes in _EINSUM_SAMPLES])
+def _einsum(xp, *tensors, equation):
+    """Einstein summation over the operands' subscripts (no ellipsis)."""
+    subs, rhs = _parse_equation(equation, len(tensors))
+    sizes: dict[str, int] = {}
+    for t, s in zip(tensors, subs):
+        if len(s) != t.ndim:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(s)}) does not match "
+                               f"the number of dimensions ({t.ndim}) for operand {subs.index(s)} and no "
+                               "ellipsis was given")
+        for c, n in zip(s, t.shape):
+            if sizes.setdefault(c, n) != n:
+                raise RuntimeError("einsum(): operands do not broadcast with remapped shapes (original->remapped)")
+    return xp.einsum(",".join(subs) + "->" + rhs, *tensors)
+
+
+einsum = _einsum
+
+
+# -- torch.linalg -------------------------------------------------------------------
+
+
+def _square(name: str, a: np.ndarray, what: str = "A") -> None:
+    if a.ndim < 2:
+        raise RuntimeError(f"linalg.{name}: The input tensor {what} must have at least 2 dimensions.")
+    if a.shape[-1] != a.shape[-2]:
+        raise RuntimeError(f"linalg.{name}: {what} must be batches of square matrices, but they are "
+                           f"{a.shape[-2]} by {a.shape[-1]} matrices")
+
+
+def _solve_vector(A: Any, B: Any) -> bool:
+    # PyTorch's rule: B is a (batch of) vector(s) when it has one dimension
+    # fewer than A and its shape is A's batch shape plus n.
+    return B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+
+
+def _solve_grad_B(g: Tensor, A: Tensor) -> Tensor:
+    return solve(A.mT, g)
+
+
+def _solve_grad_A(g: Tensor, A: Tensor, out: Tensor) -> Tensor:
+    gB = solve(A.mT, g)
+    if _solve_vector(A, out):
+        return -(gB.unsqueeze(-1) * out.unsqueeze(-2))
+    return -(gB @ out.mT)
+
+
+@defop(ref=lambda torch: torch.linalg.solve, vjp=(_solve_grad_A, lambda g, A: _solve_grad_B(g, A)),
+       node="LinalgSolveExBackward0", to_float=True,
+       samples=lambda rng: [((_r(rng, 3, 3) + 4 * np.eye(3), _r(rng, 3, 2)), {}),
+                            ((_r(rng, 3, 3) + 4 * np.eye(3), _r(rng, 3)), {}),
+                            ((_r(rng, 2, 3, 3) + 4 * np.eye(3), _r(rng, 2, 3, 4)), {}),
+                            ((_r(rng, 2, 3, 3) + 4 * np.eye(3), _r(rng, 3, 1)), {})])
+def solve(xp, A, B):
+    """The solution X of ``A @ X = B`` (``torch.linalg.solve``), batched and broadcast."""
+    _square("solve", A)
+    if A.dtype != B.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
+                           f"{_dtype.from_numpy_dtype(A.dtype)} and B of type {_dtype.from_numpy_dtype(B.dtype)} "
+                           "instead")
+    vector = _solve_vector(A, B)
+    rows = B.shape[-1] if vector else (B.shape[-2] if B.ndim >= 2 else -1)
+    if rows != A.shape[-1]:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
+                           f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2] if B.ndim >= 2 else B.shape[-1]}x"
+                           f"{B.shape[-1] if B.ndim >= 2 else 1})")
+    try:
+        if vector:
+            return xp.linalg.solve(A, B[..., None])[..., 0]
+        return xp.linalg.solve(A, B)
+    except np.linalg.LinAlgError:
+        raise RuntimeError("torch.linalg.solve: The solver failed because the input matrix is singular.") from None
+
+
+@defop(ref=lambda torch: torch.linalg.inv, vjp=lambda g, out: -(out.mT @ g @ out.mT),
+       node="LinalgInvExBackward0", to_float=True,
+       samples=lambda rng: [((_r(rng, 3, 3) + 4 * np.eye(3),), {}), ((_r(rng, 2, 3, 3) + 4 * np.eye(3),), {}),
+                            ((_r(rng, 1, 1) + 3,), {})])
+def inv(xp, A):
+    """The inverse of a square matrix (or batch of them), ``torch.linalg.inv``."""
+    _square("inv", A)
+    try:
+        return xp.linalg.inv(A)
+    except np.linalg.LinAlgError:
+        raise RuntimeError("linalg.inv: The diagonal element 1 is zero, the inversion could not be completed "
+                           "because the input matrix is singular.") from None

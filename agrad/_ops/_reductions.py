@@ -6,12 +6,13 @@ import numpy as np
 
 from agrad import _dtype
 from agrad._ops._common import _axis, _expand_reduced, _r, _reduced_count
-from agrad._ops._elementwise import exp
+from agrad._ops._elementwise import abs, exp, where
 from agrad._ops._registry import defop
 from agrad._tensor import Tensor
 
 # The public names of this family (star-imported by ``agrad/__init__.py``).
-__all__ = ["sum", "mean", "log_softmax"]
+__all__ = ["sum", "mean", "log_softmax", "prod", "amax", "amin", "max", "min", "argmax", "argmin",
+           "var", "std", "logsumexp", "norm", "cumsum"]
 
 # -- reductions -------------------------------------------------------------------
 
@@ -63,6 +64,304 @@ def log_softmax(xp, input, *, dim):
     """``log(softmax(input, dim))``, computed stably (shifted by the max)."""
     shifted = input - xp.max(input, axis=dim, keepdims=True)
     return shifted - xp.log(xp.sum(xp.exp(shifted), axis=dim, keepdims=True))
+
+
+
+def _prod_grad(g: Tensor, input: Tensor, dim, keepdim) -> Tensor:  # type: ignore[no-untyped-def]
+    # PyTorch's prod_backward: with no zero, prod/x; with one zero, the product
+    # of the others at the zero (0 elsewhere); with several zeros, 0.
+    g = _expand_reduced(g, input.shape, dim, keepdim)
+    zero = input == 0
+    nz = zero.sum(dim=dim, keepdim=True)
+    safe = where(zero, 1.0, input)
+    others = prod(safe, dim=dim, keepdim=True) if dim is not None else prod(safe).reshape((1,) * input.ndim)
+    # With one zero z, prod_{j != i} x_j is ``others`` at z and ``x_z * others / x_i``
+    # elsewhere: written with x_z itself (not 0) so the double backward is right.
+    x_zero = where(zero, input, 0.0).sum(dim=dim, keepdim=True)
+    one_zero = where(zero, others, x_zero * others / safe)
+    return g * where(nz == 0, others / safe, where(nz == 1, one_zero, 0.0))
+
+
+def _prod_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
+    x = _r(rng, 3, 4)
+    one = x.copy()
+    one[1, 2] = 0.0
+    # Several zeros (gradient 0, as PyTorch, not twice differentiable there) are
+    # checked in tests/ops/test_reductions_linalg.py.
+    return [((x,), {}), ((x,), {"dim": 1}), ((x,), {"dim": -2, "keepdim": True}), ((one,), {}),
+            ((one,), {"dim": 1}), ((one,), {"dim": 0, "keepdim": True}), ((_r(rng),), {})]
+
+
+@defop(ref=lambda torch: torch.prod, vjp=_prod_grad, node=("ProdBackward0", "ProdBackward1"),
+       node_for=_reduction_node("Prod"), methods=("prod",), samples=_prod_samples)
+def prod(xp, input, *, dim=None, keepdim=False):
+    """Product over ``dim`` (all elements by default); integers and bools multiply to int64."""
+    if dim is None and keepdim:
+        out = xp.prod(input)
+        return out.reshape((1,) * input.ndim)  # internal use (backward); torch.prod has no such call
+    if input.dtype.kind in "biu":
+        return xp.prod(input, axis=dim, keepdims=keepdim, dtype=np.int64)
+    return xp.prod(input, axis=dim, keepdims=keepdim)
+
+
+def _extreme_grad(g: Tensor, input: Tensor, out: Tensor, dim, keepdim) -> Tensor:  # type: ignore[no-untyped-def]
+    # The gradient is split evenly among the elements equal to the extreme.
+    g = _expand_reduced(g, input.shape, dim, keepdim)
+    mask = input == _expand_reduced(out.detach(), input.shape, dim, keepdim)
+    count = mask.sum(dim=dim, keepdim=True)
+    return where(mask, g, 0.0) / count
+
+
+def _extreme_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
+    x = _r(rng, 3, 4, 5)
+    # Ties are not differentiable by finite differences: they are checked
+    # against PyTorch in tests/ops/test_reductions_linalg.py.
+    return [((x,), {}), ((x,), {"dim": 1}), ((x,), {"dim": -1, "keepdim": True}), ((x,), {"dim": (0, 2)}),
+            ((_r(rng, 4),), {})]
+
+
+def _check_float_extreme(name: str, input: np.ndarray) -> None:
+    if input.size == 0:
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                           "Specify the reduction dim with the 'dim' argument.")
+
+
+_dims_ref = lambda f: lambda x, dim=None, keepdim=False: f(x, () if dim is None else dim, keepdim)  # noqa: E731
+
+
+@defop(ref=lambda torch: _dims_ref(torch.amax), vjp=_extreme_grad, node="AmaxBackward0",
+       methods=("amax",), samples=_extreme_samples)
+def amax(xp, input, *, dim=None, keepdim=False):
+    """Largest element over ``dim`` (all by default); the gradient splits among ties."""
+    _check_float_extreme("amax", input)
+    return xp.amax(input, axis=_axis(dim), keepdims=keepdim)
+
+
+@defop(ref=lambda torch: _dims_ref(torch.amin), vjp=_extreme_grad, node="AminBackward0",
+       methods=("amin",), samples=lambda rng: _extreme_samples(rng))
+def amin(xp, input, *, dim=None, keepdim=False):
+    """Smallest element over ``dim`` (all by default); the gradient splits among ties."""
+    _check_float_extreme("amin", input)
+    return xp.amin(input, axis=_axis(dim), keepdims=keepdim)
+
+
+@defop(ref=lambda torch: torch.max, vjp=lambda g, input, out: _extreme_grad(g, input, out, None, False),
+       node="MaxBackward1", samples=lambda rng: [(args, {}) for args, kw in _extreme_samples(rng) if not kw])
+def _max_all(xp, input):
+    """Largest element of the whole tensor (``x.max()``)."""
+    _check_float_extreme("max", input)
+    return xp.amax(input)
+
+
+@defop(ref=lambda torch: torch.min, vjp=lambda g, input, out: _extreme_grad(g, input, out, None, False),
+       node="MinBackward1", samples=lambda rng: [(args, {}) for args, kw in _extreme_samples(rng) if not kw])
+def _min_all(xp, input):
+    """Smallest element of the whole tensor (``x.min()``)."""
+    _check_float_extreme("min", input)
+    return xp.amin(input)
+
+
+def _arg_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
+    x = _r(rng, 3, 4, 5)
+    return [((x,), {}), ((x,), {"dim": 1}), ((x,), {"dim": -1, "keepdim": True})]
+
+
+def _arg_extreme(xp, fn, input, dim, keepdim):  # type: ignore[no-untyped-def]
+    if dim is None:
+        out = fn(input.reshape(-1))
+        return xp.asarray(out, dtype=np.int64).reshape((1,) * input.ndim if keepdim else ())
+    return xp.asarray(fn(input, axis=dim, keepdims=keepdim), dtype=np.int64)
+
+
+@defop(ref=lambda torch: torch.argmax, vjp=None, methods=("argmax",), samples=_arg_samples)
+def argmax(xp, input, *, dim=None, keepdim=False):
+    """Index (int64) of the first largest element over ``dim`` (of the flattened input by default)."""
+    return _arg_extreme(xp, xp.argmax, input, dim, keepdim)
+
+
+@defop(ref=lambda torch: torch.argmin, vjp=None, methods=("argmin",), samples=_arg_samples)
+def argmin(xp, input, *, dim=None, keepdim=False):
+    """Index (int64) of the first smallest element over ``dim`` (of the flattened input by default)."""
+    return _arg_extreme(xp, xp.argmin, input, dim, keepdim)
+
+
+class _ReturnType(tuple):  # type: ignore[type-arg]
+    """A ``(values, indices)`` pair like ``torch.return_types.max``."""
+
+    __slots__ = ()
+    _name = ""
+
+    def __new__(cls, values: Tensor, indices: Tensor) -> _ReturnType:
+        return tuple.__new__(cls, (values, indices))
+
+    @property
+    def values(self) -> Tensor:
+        return self[0]
+
+    @property
+    def indices(self) -> Tensor:
+        return self[1]
+
+    def __repr__(self) -> str:
+        return f"agrad.return_types.{self._name}(\nvalues={self[0]!r},\nindices={self[1]!r})"
+
+
+class _MaxReturn(_ReturnType):
+    __slots__ = ()
+    _name = "max"
+
+
+class _MinReturn(_ReturnType):
+    __slots__ = ()
+    _name = "min"
+
+
+def _extreme_along(input: Tensor, dim: int, keepdim: bool, arg, result):  # type: ignore[no-untyped-def]
+    """``(values, indices)`` along ``dim``: the gradient flows to the returned index only."""
+    if input.ndim == 0:
+        idx = arg(input, dim=dim, keepdim=keepdim)
+        return result(input[...], idx)
+    d = dim % input.ndim
+    idx = arg(input, dim=d, keepdim=True)
+    shape = idx.shape
+    index = tuple(idx._data if k == d else
+                  np.arange(n).reshape([n if j == k else 1 for j in range(len(shape))])
+                  for k, n in enumerate(shape))
+    values = input[index]
+    if not keepdim:
+        values = values.squeeze(d)
+        idx = idx.squeeze(d)
+    return result(values, idx)
+
+
+def max(input: Tensor, dim=None, keepdim: bool = False, *, other=None):  # type: ignore[no-untyped-def]  # noqa: A001
+    """``max(x)``: the largest element; ``max(x, dim)``: ``(values, indices)``;
+    ``max(x, other)``: elementwise maximum."""
+    if isinstance(dim, Tensor) or other is not None:
+        from agrad._ops._elementwise import maximum
+        return maximum(input, dim if other is None else other)
+    if dim is None:
+        return _max_all(input)
+    return _extreme_along(input, dim, keepdim, argmax, _MaxReturn)
+
+
+def min(input: Tensor, dim=None, keepdim: bool = False, *, other=None):  # type: ignore[no-untyped-def]  # noqa: A001
+    """``min(x)``: the smallest element; ``min(x, dim)``: ``(values, indices)``;
+    ``min(x, other)``: elementwise minimum."""
+    if isinstance(dim, Tensor) or other is not None:
+        from agrad._ops._elementwise import minimum
+        return minimum(input, dim if other is None else other)
+    if dim is None:
+        return _min_all(input)
+    return _extreme_along(input, dim, keepdim, argmin, _MinReturn)
+
+
+Tensor.max = max  # type: ignore[attr-defined]
+Tensor.min = min  # type: ignore[attr-defined]
+
+
+def _moments_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
+    x = _r(rng, 3, 4, 5)
+    return [((x,), {}), ((x,), {"dim": 1}), ((x,), {"dim": (0, 2), "keepdim": True}),
+            ((x,), {"dim": -1, "correction": 0}), ((x,), {"correction": 2}), ((_r(rng, 6),), {"dim": 0})]
+
+
+def _centered(input: Tensor, dim) -> Tensor:  # type: ignore[no-untyped-def]
+    return input - input.mean(dim=dim, keepdim=True)
+
+
+def _dof(shape: tuple[int, ...], dim, correction) -> float:  # type: ignore[no-untyped-def]
+    return float(_reduced_count(shape, _axis(dim)) - correction)
+
+
+@defop(ref=lambda torch: torch.var,
+       vjp=lambda g, input, dim, correction, keepdim: _expand_reduced(g, input.shape, dim, keepdim)
+       * _centered(input, dim) * (2.0 / _dof(input.shape, dim, correction)),
+       node="VarBackward0", methods=("var",), to_float=True, samples=_moments_samples)
+def var(xp, input, *, dim=None, correction=1, keepdim=False):
+    """Variance over ``dim`` with ``correction`` (Bessel's, 1, by default)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return xp.var(input, axis=_axis(dim), ddof=correction, keepdims=keepdim)
+
+
+@defop(ref=lambda torch: torch.std,
+       vjp=lambda g, input, out, dim, correction, keepdim: _expand_reduced(
+           where(out == 0, 0.0, g / where(out == 0, 1.0, out)), input.shape, dim, keepdim)
+       * _centered(input, dim) * (1.0 / _dof(input.shape, dim, correction)),
+       node="StdBackward0", methods=("std",), to_float=True, samples=_moments_samples)
+def std(xp, input, *, dim=None, correction=1, keepdim=False):
+    """Standard deviation over ``dim`` with ``correction`` (Bessel's, 1, by default)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return xp.std(input, axis=_axis(dim), ddof=correction, keepdims=keepdim)
+
+
+@defop(ref=lambda torch: torch.logsumexp,
+       vjp=lambda g, input, out, dim, keepdim: _expand_reduced(g, input.shape, dim, keepdim)
+       * exp(input - _expand_reduced(out, input.shape, dim, keepdim)),
+       node="LogsumexpBackward0", methods=("logsumexp",), to_float=True,
+       samples=lambda rng: [((_r(rng, 3, 4),), {"dim": 1}), ((_r(rng, 3, 4) * 300,), {"dim": 0}),
+                            ((_r(rng, 2, 3, 4),), {"dim": (0, 2), "keepdim": True})])
+def logsumexp(xp, input, *, dim, keepdim=False):
+    """``log(sum(exp(input), dim))``, computed stably (shifted by the max)."""
+    axis = _axis(dim)
+    m = xp.amax(input, axis=axis, keepdims=True)
+    m = xp.where(xp.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        out = xp.log(xp.sum(xp.exp(input - m), axis=axis, keepdims=True)) + m
+    return out if keepdim else xp.squeeze(out, axis=axis)
+
+
+def _norm2_grad(g: Tensor, input: Tensor, out: Tensor, dim, keepdim) -> Tensor:  # type: ignore[no-untyped-def]
+    # Subgradient 0 at the zero vector, as PyTorch's norm_backward.
+    out = _expand_reduced(out, input.shape, dim, keepdim)
+    return _expand_reduced(g, input.shape, dim, keepdim) * input / where(out == 0, 1.0, out)
+
+
+def _norm_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
+    x = _r(rng, 3, 4)
+    # The zero vector (subgradient 0) is checked in tests/ops/test_reductions_linalg.py.
+    return [((x,), {}), ((x,), {"dim": 1}), ((x,), {"dim": 0, "keepdim": True}), ((x,), {"dim": (0, 1)})]
+
+
+@defop(ref=lambda torch: lambda x, dim=None, keepdim=False: torch.linalg.vector_norm(x, dim=dim, keepdim=keepdim),
+       vjp=_norm2_grad, node="LinalgVectorNormBackward0", to_float=True, samples=_norm_samples)
+def _norm2(xp, input, *, dim=None, keepdim=False):
+    """Euclidean norm over ``dim`` (all elements by default)."""
+    return xp.sqrt(xp.sum(input * input, axis=_axis(dim), keepdims=keepdim))
+
+
+def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False) -> Tensor:  # type: ignore[no-untyped-def]
+    """The ``ord``-norm of ``x`` over ``dim`` (all elements by default), as ``torch.linalg.vector_norm``."""
+    if ord == 2:
+        return _norm2(x, dim=dim, keepdim=keepdim)
+    if ord == 1:
+        return abs(x).sum(dim=dim, keepdim=keepdim)
+    if ord == float("inf"):
+        return amax(abs(x), dim=dim, keepdim=keepdim)
+    if ord == float("-inf"):
+        return amin(abs(x), dim=dim, keepdim=keepdim)
+    if ord == 0:
+        return (x != 0).sum(dim=dim, keepdim=keepdim).to(x.dtype)
+    return (abs(x) ** ord).sum(dim=dim, keepdim=keepdim) ** (1.0 / ord)
+
+
+def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False) -> Tensor:  # type: ignore[no-untyped-def]
+    """``torch.norm``: the vector ``p``-norm over ``dim`` (2-norm of all elements by default)."""
+    return vector_norm(input, 2 if p in ("fro", None) else p, dim=dim, keepdim=keepdim)
+
+
+Tensor.norm = norm  # type: ignore[attr-defined]
+
+
+@defop(ref=lambda torch: torch.cumsum,
+       vjp=lambda g, dim: g.flip(dim).cumsum(dim=dim).flip(dim), node="CumsumBackward0", methods=("cumsum",),
+       samples=lambda rng: [((_r(rng, 3, 4),), {"dim": 1}), ((_r(rng, 3, 4),), {"dim": -2}),
+                            ((_r(rng, 5),), {"dim": 0})])
+def cumsum(xp, input, *, dim):
+    """Cumulative sum along ``dim``; integers and bools sum to int64."""
+    if input.dtype.kind in "biu":
+        return xp.cumsum(input, axis=dim, dtype=np.int64)
+    return xp.cumsum(input, axis=dim)
 
 
 

@@ -17,14 +17,14 @@ from agrad._engine._graph_task import current_graph_task
 from agrad._grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 from agrad._graph._anomaly import detect_anomaly, set_detect_anomaly
 from agrad._tensor import Tensor
-from agrad.autograd import function, graph
+from agrad.autograd import function, functional, graph
 from agrad.autograd.function import Function
 from agrad.autograd.gradcheck import gradcheck, gradgradcheck
 
 __all__ = [
     "backward", "backward_sync", "grad", "grad_sync", "Function", "gradcheck", "gradgradcheck",
     "detect_anomaly", "set_detect_anomaly", "no_grad", "enable_grad", "set_grad_enabled",
-    "inference_mode", "queue_callback", "function", "graph",
+    "inference_mode", "queue_callback", "function", "functional", "graph",
 ]
 
 _Tensors = Tensor | Sequence[Tensor]
