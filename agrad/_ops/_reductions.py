@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from agrad import _dtype
+from agrad._ops import _elementwise
 from agrad._ops._common import _axis, _expand_reduced, _r, _reduced_count
 from agrad._ops._elementwise import abs, exp, where
 from agrad._ops._registry import defop
@@ -234,26 +237,25 @@ def _extreme_along(input: Tensor, dim: int, keepdim: bool, arg, result):  # type
     return result(values, idx)
 
 
-def max(input: Tensor, dim=None, keepdim: bool = False, *, other=None):  # type: ignore[no-untyped-def]  # noqa: A001
-    """``max(x)``: the largest element; ``max(x, dim)``: ``(values, indices)``;
-    ``max(x, other)``: elementwise maximum."""
-    if isinstance(dim, Tensor) or other is not None:
-        from agrad._ops._elementwise import maximum
-        return maximum(input, dim if other is None else other)
-    if dim is None:
-        return _max_all(input)
-    return _extreme_along(input, dim, keepdim, argmax, _MaxReturn)
+def _extreme(kind: str, reduce_all: Any, arg: Any, returns: Any) -> Any:
+    """``max`` or ``min``: PyTorch's three overloads in one function."""
+
+    def extreme(input: Tensor, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:
+        if isinstance(dim, Tensor) or other is not None:
+            return getattr(_elementwise, kind + "imum")(input, dim if other is None else other)
+        if dim is None:
+            return reduce_all(input)
+        return _extreme_along(input, dim, keepdim, arg, returns)
+
+    extreme.__name__ = extreme.__qualname__ = kind
+    word = "largest" if kind == "max" else "smallest"
+    extreme.__doc__ = (f"``{kind}(x)``: the {word} element; ``{kind}(x, dim)``: ``(values, indices)``; "
+                       f"``{kind}(x, other)``: elementwise {kind}imum.")
+    return extreme
 
 
-def min(input: Tensor, dim=None, keepdim: bool = False, *, other=None):  # type: ignore[no-untyped-def]  # noqa: A001
-    """``min(x)``: the smallest element; ``min(x, dim)``: ``(values, indices)``;
-    ``min(x, other)``: elementwise minimum."""
-    if isinstance(dim, Tensor) or other is not None:
-        from agrad._ops._elementwise import minimum
-        return minimum(input, dim if other is None else other)
-    if dim is None:
-        return _min_all(input)
-    return _extreme_along(input, dim, keepdim, argmin, _MinReturn)
+max = _extreme("max", _max_all, argmax, _MaxReturn)  # noqa: A001 - mirrors torch.max
+min = _extreme("min", _min_all, argmin, _MinReturn)  # noqa: A001 - mirrors torch.min
 
 
 Tensor.max = max  # type: ignore[attr-defined]
