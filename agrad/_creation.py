@@ -159,6 +159,16 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
     return _finish(np.eye(n, m, dtype=_np_dtype(dtype)), requires_grad, device)
 
 
+_TORCH_TYPE_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def _floating(np_dtype: np.dtype, kernel: str) -> np.dtype:
+    """Random floats only in floating dtypes, as PyTorch's kernels insist."""
+    if np_dtype.kind != "f":
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_TORCH_TYPE_NAMES[np_dtype.name]}\'')
+    return np_dtype
+
+
 def _rng(generator: Generator | None) -> np.random.Generator:
     return (generator or default_generator)._rng
 
@@ -166,14 +176,14 @@ def _rng(generator: Generator | None) -> np.random.Generator:
 def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
     """Uniform samples on ``[0, 1)``."""
-    data = _rng(generator).random(_size(size)).astype(_np_dtype(dtype))
+    data = _rng(generator).random(_size(size)).astype(_floating(_np_dtype(dtype), "check_uniform_bounds"))
     return _finish(data, requires_grad, device)
 
 
 def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
           requires_grad: bool = False) -> Tensor:
     """Standard normal samples."""
-    data = _rng(generator).standard_normal(_size(size)).astype(_np_dtype(dtype))
+    data = _rng(generator).standard_normal(_size(size)).astype(_floating(_np_dtype(dtype), "normal_kernel_cpu"))
     return _finish(data, requires_grad, device)
 
 
@@ -214,10 +224,12 @@ def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any 
 def rand_like(input: Tensor, *, generator: Generator | None = None, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
     """Uniform samples with ``input``'s shape and dtype."""
-    return _finish(_rng(generator).random(input.shape).astype(_like(input, dtype)), requires_grad, device)
+    data = _rng(generator).random(input.shape).astype(_floating(_like(input, dtype), "check_uniform_bounds"))
+    return _finish(data, requires_grad, device)
 
 
 def randn_like(input: Tensor, *, generator: Generator | None = None, dtype: Any = None, device: Any = None,
                requires_grad: bool = False) -> Tensor:
     """Normal samples with ``input``'s shape and dtype."""
-    return _finish(_rng(generator).standard_normal(input.shape).astype(_like(input, dtype)), requires_grad, device)
+    data = _rng(generator).standard_normal(input.shape).astype(_floating(_like(input, dtype), "normal_kernel_cpu"))
+    return _finish(data, requires_grad, device)

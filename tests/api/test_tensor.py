@@ -460,3 +460,13 @@ def test_modifying_a_saved_tensor_fails_backward() -> None:
     y.add_(1)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         z.sum().backward_sync()
+
+
+@requires_torch
+@pytest.mark.parametrize("name", ["rand_like", "randn_like"])
+def test_random_like_rejects_integer_dtypes_like_torch(name: str) -> None:
+    with pytest.raises(NotImplementedError) as theirs:
+        getattr(torch, name)(torch.ones(2, dtype=torch.int64))
+    with pytest.raises(NotImplementedError) as ours:
+        getattr(agrad, name)(agrad.ones(2, dtype=agrad.int64))
+    assert str(ours.value) == str(theirs.value)
