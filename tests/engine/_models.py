@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 import numpy as np
 
 import agrad
@@ -81,3 +82,45 @@ def assert_close(actual: Any, expected: Any, rtol: float = 1e-10, atol: float = 
     e = expected if isinstance(expected, np.ndarray) else to_numpy(expected)
     assert a.shape == e.shape, (a.shape, e.shape)
     np.testing.assert_allclose(a, e, rtol=rtol, atol=atol)
+
+
+# -- concurrency helpers: exact sums and forced overlap ----------------------------------------
+
+
+def grads(p: dict[str, agrad.Tensor]) -> dict[str, np.ndarray | None]:
+    """A copy of each leaf's ``.grad`` (None where it has none)."""
+    return {k: (None if t.grad is None else t.grad.numpy().copy()) for k, t in p.items()}
+
+
+def assert_exactly_equal(actual: dict[str, Any], expected: dict[str, Any]) -> None:
+    """Bit-for-bit equal float64 gradients (the tests use integer values, so any
+    order of accumulation gives the same sum)."""
+    assert actual.keys() == expected.keys()
+    for k in expected:
+        if expected[k] is None:
+            assert actual[k] is None, k
+            continue
+        assert actual[k] is not None, k
+        assert actual[k].dtype == np.float64
+        assert (actual[k] == expected[k]).all(), (k, actual[k], expected[k])
+
+
+def make_rendezvous(n: int) -> tuple[Any, dict[str, Any]]:
+    """A custom Function whose ``async def backward`` returns only once ``n``
+    backwards reached it: concurrency forced, never hoped for."""
+    state: dict[str, Any] = {"arrived": 0, "all": anyio.Event()}
+
+    class Rendezvous(agrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, h):
+            return h * 1.0
+
+        @staticmethod
+        async def backward(ctx, g):
+            state["arrived"] += 1
+            if state["arrived"] == n:
+                state["all"].set()
+            await state["all"].wait()
+            return g
+
+    return Rendezvous.apply, state

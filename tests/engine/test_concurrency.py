@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import agrad
+from tests.engine._models import assert_exactly_equal, grads, make_rendezvous
 
 pytestmark = pytest.mark.anyio
 
@@ -46,10 +47,6 @@ def integer_loss(p: dict[str, agrad.Tensor], i: int, rendezvous: Any = None) -> 
     return (h * h).sum() * (i % 3 + 1) + (p["w"] * (i - 7)).sum() + (p["b"] * i).sum()
 
 
-def grads(p: dict[str, agrad.Tensor]) -> dict[str, np.ndarray]:
-    return {k: t.grad.numpy().copy() for k, t in p.items()}
-
-
 def sequential_sums(indices: Any) -> dict[str, np.ndarray]:
     """The gradients accumulated by the backwards of ``integer_loss(i)``, run one after the other."""
     p = shared_leaves()
@@ -58,13 +55,6 @@ def sequential_sums(indices: Any) -> dict[str, np.ndarray]:
     return grads(p)
 
 
-def assert_exactly_equal(actual: dict[str, np.ndarray], expected: dict[str, np.ndarray]) -> None:
-    for k in expected:
-        assert actual[k].dtype == np.float64
-        assert (actual[k] == expected[k]).all(), (k, actual[k], expected[k])
-
-
-# -- the blocking twins inside a running loop -------------------------------------------------------
 async def test_blocking_twins_inside_a_running_loop() -> None:
     p = shared_leaves()
     integer_loss(p, 1).backward_sync()
@@ -155,26 +145,6 @@ def test_grad_sync_from_threads_does_not_touch_shared_grads() -> None:
 
 
 # -- concurrent awaited backwards ----------------------------------------------------------------------
-def make_rendezvous(n: int) -> Any:
-    """A custom Function whose ``async def backward`` returns only once ``n`` backwards reached it."""
-    state = {"arrived": 0, "all": anyio.Event()}
-
-    class Rendezvous(agrad.autograd.Function):
-        @staticmethod
-        def forward(ctx, h):
-            return h * 1.0
-
-        @staticmethod
-        async def backward(ctx, g):
-            state["arrived"] += 1
-            if state["arrived"] == n:
-                state["all"].set()
-            await state["all"].wait()
-            return g
-
-    return Rendezvous.apply, state
-
-
 async def test_concurrent_awaited_backwards_sum_exactly() -> None:
     p = shared_leaves()
     rendezvous, state = make_rendezvous(N_TASKS)

@@ -24,6 +24,7 @@ import pytest
 
 import agrad
 from agrad._engine._graph_task import current_graph_task
+from tests.engine._models import assert_exactly_equal, grads, make_rendezvous
 
 pytestmark = pytest.mark.anyio
 
@@ -73,41 +74,6 @@ def varied_loss(p: dict[str, agrad.Tensor], i: int, rendezvous: Any = None) -> a
                 y = -y
         total = total + (y * float(1 + (i + w) % 3)).sum()
     return total
-
-
-def grads(p: dict[str, agrad.Tensor]) -> dict[str, np.ndarray | None]:
-    return {k: (None if t.grad is None else t.grad.numpy().copy()) for k, t in p.items()}
-
-
-def assert_exactly_equal(actual: dict[str, Any], expected: dict[str, Any]) -> None:
-    assert actual.keys() == expected.keys()
-    for k in expected:
-        if expected[k] is None:
-            assert actual[k] is None, k
-            continue
-        assert actual[k] is not None, k
-        assert actual[k].dtype == np.float64
-        assert (actual[k] == expected[k]).all(), (k, actual[k], expected[k])
-
-
-def make_rendezvous(n: int) -> tuple[Any, dict[str, Any]]:
-    """A custom Function whose ``async def backward`` returns only once ``n`` backwards reached it."""
-    state: dict[str, Any] = {"arrived": 0, "all": anyio.Event()}
-
-    class Rendezvous(agrad.autograd.Function):
-        @staticmethod
-        def forward(ctx, h):
-            return h * 1.0
-
-        @staticmethod
-        async def backward(ctx, g):
-            state["arrived"] += 1
-            if state["arrived"] == n:
-                state["all"].set()
-            await state["all"].wait()
-            return g
-
-    return Rendezvous.apply, state
 
 
 def sequential_expected(indices: list[int], retained_index: int, retained_runs: int) -> dict[str, Any]:
