@@ -1,11 +1,16 @@
 """Drivers: run a GraphTask's generator on an event loop, or blocking.
 
 The GraphTask's generator (:meth:`GraphTask.run`) holds the whole backward,
-its commit and its abort.  A driver only answers its two requests, "the time
-slice is spent" and "await this ``async def backward``": the async driver
-awaits them (through ``_traps``, the only await points), the blocking driver
-ignores slices and runs coroutines to completion itself.  Whatever goes wrong
-while a driver waits is thrown into the generator, which aborts the task.
+its commit and its abort.  A driver only answers its requests: the async
+driver awaits slices, kernel waits and ``async def backward`` coroutines
+(through ``_traps``, the only await points) and hands kernels to the loop's
+:class:`KernelPool`; the blocking driver runs every kernel inline and runs
+coroutines to completion itself.  Whatever goes wrong while a driver waits is
+thrown into the generator, which aborts the task.
+
+The awaiting coroutine is its graph task's CPU worker, as PyTorch's calling
+thread works its own local ready queue: concurrent backwards on one loop are
+concurrent coroutines, interleaved at their time slices and kernel waits.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ from collections.abc import Awaitable, Generator
 from typing import Any
 
 from agrad._engine import _traps
-from agrad._engine._graph_task import SLICE_SPENT, TIME_SLICE, GraphTask
+from agrad._engine._graph_task import SLICE_SPENT, GraphTask, Offload, WaitKernels, _nothing
+from agrad._engine._options import current_options
+from agrad._engine._pool import KernelPool, current_pool
 
 
 def _advance(steps: Generator[Any, Any, None], value: Any = None, exc: BaseException | None = None) -> Any:
@@ -30,26 +37,43 @@ def _advance(steps: Generator[Any, Any, None], value: Any = None, exc: BaseExcep
 
 
 async def execute(task: GraphTask) -> None:
-    """Run ``task`` in the awaiting coroutine, yielding to the loop per time slice."""
+    """Run ``task`` in the awaiting coroutine, yielding to the loop per time slice
+    and while its kernels run in threads."""
     await _traps.check_cancelled()
-    steps = task.run(TIME_SLICE)
-    request = _advance(steps)
-    while request is not None:
-        try:
-            if request is SLICE_SPENT:
-                result = await _traps.yield_slice()
+    steps = task.run(current_options())
+    waiter = _traps.KernelWaiter()
+    task._wake = waiter.wake
+    pool: KernelPool | None = None  # this loop's, looked up at the first offload
+    try:
+        request = _advance(steps)
+        while request is not None:
+            try:
+                if request is SLICE_SPENT:
+                    result = await _traps.yield_slice()
+                elif type(request) is Offload:
+                    if pool is None:
+                        pool = current_pool()
+                    result = pool.offload(task, request.job)
+                elif type(request) is WaitKernels:
+                    if request.shielded and pool is not None:
+                        pool.forget(task)  # aborting: its place in line goes to others now
+                    result = await waiter.wait(request.shielded)
+                else:
+                    result = await _traps.await_backward(request)
+            except BaseException as exc:  # cancellation included: the task aborts
+                request = _advance(steps, exc=exc)
             else:
-                result = await _traps.await_backward(request)
-        except BaseException as exc:  # cancellation included: the task aborts
-            request = _advance(steps, exc=exc)
-        else:
-            request = _advance(steps, result)
+                request = _advance(steps, result)
+    finally:
+        task._wake = _nothing
+        if pool is not None:
+            pool.forget(task)
     await _traps.after_commit()
 
 
 def execute_sync(task: GraphTask) -> None:
     """Run ``task`` to completion on this thread, blocking (the blocking twin)."""
-    steps = task.run(None)
+    steps = task.run(None)  # no time slices, no offload: never asks to wait for kernels
     with _CoroutineRunner() as run_coroutine:
         request = _advance(steps)
         while request is not None:

@@ -18,15 +18,18 @@ are plain lists summed in place of ``InputBuffer::add``.
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
-from collections.abc import Generator, Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
 
+from agrad._engine._options import EngineOptions
 from agrad._engine._ready_queue import ReadyQueue
 from agrad._grad_mode import grad_enabled
 from agrad._graph._anomaly import anomaly_check_nan, anomaly_enabled
@@ -54,7 +57,8 @@ _COMMIT_LOCK = threading.Lock()
 # microseconds, as much as a small node, so yielding per node would double the
 # cost of a chain of small ops.  A slice of a few milliseconds keeps the loop
 # responsive (other requests wait at most one slice) at negligible overhead.
-TIME_SLICE = 0.002
+# The slice is an engine option (``EngineOptions.time_slice``); waiting for a
+# kernel in a thread gives the loop a turn too, and starts a fresh slice.
 
 _clock = time.perf_counter
 
@@ -64,11 +68,34 @@ _clock = time.perf_counter
 current_graph_task: ContextVar[GraphTask | None] = ContextVar("agrad_current_graph_task", default=None)
 
 
+# Requests :meth:`GraphTask.run` yields to its driver (besides the coroutine of
+# an ``async def backward``, whose result it expects back).
 class SliceSpent:
-    """Request yielded by :meth:`GraphTask.run`: let the event loop run."""
+    """Let the event loop run: the time slice is spent."""
+
+
+class WaitKernels:
+    """Wait until woken: a kernel of this task finished, or a slot was handed to it."""
+
+    def __init__(self, shielded: bool) -> None:
+        # Shielded while an aborting task waits for its last kernels (Note
+        # [Kernels of a stopped task]): a cancellation must not cut that short.
+        self.shielded = shielded
+
+
+class Offload:
+    """Run ``job`` in a thread if a kernel slot is free; the driver answers True
+    if it started it, False if the task is now in line for a slot."""
+
+    __slots__ = ("job",)
+
+    def __init__(self, job: Callable[[], None]) -> None:
+        self.job = job
 
 
 SLICE_SPENT = SliceSpent()
+WAIT = WaitKernels(shielded=False)
+DRAIN = WaitKernels(shielded=True)
 
 
 class ExecInfo:
@@ -86,7 +113,8 @@ class GraphTask:
 
     __slots__ = (
         "keep_graph", "create_graph", "reentrant_depth", "dependencies", "not_ready", "exec_info",
-        "captured", "staged", "ready", "final_callbacks", "_owned", "__weakref__",
+        "captured", "staged", "ready", "final_callbacks", "_owned",
+        "_inbox", "_outstanding", "_slot_granted", "_in_line", "_wake", "__weakref__",
     )
 
     def __init__(self, keep_graph: bool, create_graph: bool, reentrant_depth: int = 0) -> None:
@@ -103,6 +131,14 @@ class GraphTask:
         # Ids of arrays the caller handed in (root gradients), and of memory
         # already stored as a .grad: never stored again without a copy.  See commit().
         self._owned: set[int] = set()
+        # Kernels in threads (Note [Offloaded kernels]): results land in the inbox
+        # (appended by the kernel's thread); the rest belongs to the KernelPool and
+        # is touched on the loop's thread only.
+        self._inbox: deque[tuple[Node, list[Any], Sequence[Any] | None, BaseException | None]] = deque()
+        self._outstanding = 0  # kernels started whose end the loop has not yet heard of
+        self._slot_granted = False  # See Note [Kernel slots]
+        self._in_line = False
+        self._wake: Callable[[], None] = _nothing  # set by the async driver
 
     # -- setup ---------------------------------------------------------------
     def start(self, root: Node, root_buffer: list[Any], outputs: Sequence[Edge] | None,
@@ -187,21 +223,37 @@ class GraphTask:
         return e is not None and (e.needed or e.captures is not None)
 
     # -- execution -------------------------------------------------------------
-    def run(self, time_slice: float | None) -> Generator[Any, Any, None]:
+    def run(self, options: EngineOptions | None) -> Generator[Any, Any, None]:
         """Execute the graph, then commit (see Note [Staged gradients]).
 
-        Yields :data:`SLICE_SPENT` when ``time_slice`` seconds have passed
-        (never, if ``time_slice`` is None), and the coroutine of an ``async def
-        backward``, expecting its result sent back.  A driver that is cancelled
-        or fails while waiting throws the exception in; the task then aborts,
-        leaving every ``.grad`` as it was.
+        ``options`` says how to schedule: the time slice and the offload
+        policy; None (the blocking twin) runs every kernel inline and never
+        yields a slice.  Requests yielded to the driver: :data:`SLICE_SPENT`;
+        an :class:`Offload` (answer True if the job started in a thread);
+        :data:`WAIT` (wake when ``_wake`` is called); :data:`DRAIN` (the same,
+        shielded from cancellation); the coroutine of an ``async def
+        backward`` (answer its result).  A driver that is cancelled or fails
+        while waiting throws the exception in; the task then aborts, leaving
+        every ``.grad`` as it was.
         """
         try:
             with self._ambient():
-                yield from self._execute(time_slice)
+                yield from self._execute(options)
                 self.finish()
         except BaseException:
             self.abort()
+            # Note [Kernels of a stopped task]
+            # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+            # A kernel already running in a thread cannot be stopped.  The task
+            # waits for it (shielded, so a cancellation cannot cut the wait
+            # short), discards its result and only then raises: when a failed or
+            # cancelled backward returns, nothing of it runs anywhere and its
+            # graph is garbage once the caller lets go (anyio's ``to_thread``
+            # makes the same choice by default).  The wait is bounded by the
+            # longest single kernel in flight.
+            while self._outstanding:
+                yield DRAIN
+                self._inbox.clear()
             raise
 
     @contextmanager
@@ -218,37 +270,126 @@ class GraphTask:
             grad_enabled.set(mode)
             current_graph_task.set(outer)
 
-    def _execute(self, time_slice: float | None) -> Generator[Any, Any, None]:
+    # Note [Offloaded kernels]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~
+    # A node's *kernel* is its ``apply`` plus conforming the gradients it
+    # returns (``_kernel``): pure computation on arrays.  Everything else, the
+    # hooks, staging, routing and dependency counts, is bookkeeping and stays on
+    # the loop's thread.  A kernel large enough (Note [Offload threshold]) is
+    # handed to a thread (``Offload``); the loop goes on with other ready nodes
+    # of this task, and the other tasks get the loop whenever this one waits.
+    # The thread appends ``(node, inputs, outputs, exception)`` to ``_inbox``,
+    # which the loop drains before it pops the next ready node, so finished
+    # kernels unlock their successors first.  The kernel runs in a copy of the
+    # context taken when it is handed over, so it records under this task's
+    # grad mode (``create_graph``) and sees this task as the current one.
+    # Note [Offload threshold]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~
+    # Sending a kernel to a thread and hearing back costs a round trip: the
+    # worker's wake-up, the loop's wake-up, and two loop passes, about 100-300
+    # µs per node on the 2-core VM this was measured on (``bench_engine.py``,
+    # section "offload threshold": a chain of 30 unary nodes, inline vs always
+    # offloaded).  A node is worth offloading when its kernel is long enough
+    # that the round trip is small beside it, and long enough that running it
+    # inline would hold the loop noticeably.  ``Node._work`` estimates the
+    # kernel in elements touched (gradient plus saved tensors, set when the
+    # node is recorded; matrix products count FLOPs, see ``_product_work``),
+    # at roughly 0.1-0.3 ns per element here.  The default threshold, 2**21
+    # elements (0.3-0.6 ms of kernel), is where an offloaded chain of unary
+    # nodes costs at most ~1.4x its inline time and two independent branches
+    # break even; it offloads a 512x512 matmul backward (16.7M) and keeps the
+    # backward of a 256x256 one and of elementwise ops under ~1M elements on
+    # the loop, whose own slices stay short.  A node class can pin either way
+    # (``Node.offload``), and ``engine_options`` changes the threshold.
+    def _execute(self, options: EngineOptions | None) -> Generator[Any, Any, None]:
         ready = self.ready
         pop = ready.pop
+        inbox = self._inbox
         keep_graph = self.keep_graph
         check_nan = anomaly_enabled.get() and anomaly_check_nan.get()
+        # Offload nodes whose _work reaches ``threshold`` (None: never); see Note [Offload threshold].
+        time_slice = threshold = None
+        if options is not None:
+            time_slice = options.time_slice
+            if options.offload != "never":
+                threshold = 0 if options.offload == "always" else options.offload_threshold
         deadline = _clock() + time_slice if time_slice is not None else None
-        while ready:
-            node, inputs = pop()
-            try:
-                if (node._tensor_pre_hooks is not None or node._retains_grad is not None
-                        or node._pre_hooks is not None or self.exec_info is not None):
-                    inputs = self._pre(node, inputs)
-                    if inputs is None:
+        parked: Offload | None = None  # a kernel waiting for a slot
+        while True:
+            if inbox:
+                node, inputs, outputs, exc = inbox.popleft()
+                try:
+                    if exc is not None:
+                        raise exc
+                    self._complete(node, inputs, outputs, keep_graph, check_nan)  # type: ignore[arg-type]
+                except Exception as e:
+                    _annotate(e, node)
+                    raise
+            elif parked is not None:
+                if (yield parked):
+                    parked = None
+                else:
+                    yield WAIT
+                continue
+            elif ready:
+                node, inputs = pop()
+                try:
+                    if (node._tensor_pre_hooks is not None or node._retains_grad is not None
+                            or node._pre_hooks is not None or self.exec_info is not None):
+                        inputs = self._pre(node, inputs)
+                        if inputs is None:
+                            continue
+                    if threshold is not None and (node._work >= threshold if node.offload is None
+                                                  else node.offload):
+                        job = Offload(self._job(node, inputs))
+                        if not (yield job):
+                            parked = job
+                            yield WAIT
                         continue
-                outputs = node.apply(inputs, self)
-                if node.is_async:
-                    outputs = yield outputs
-                if node._post_hooks is not None:
-                    outputs = self._post_hooks(node, inputs, outputs)
-                if not keep_graph:
-                    node.release_variables()
-                if check_nan:
-                    _check_nan(node, outputs)
-                if outputs:
-                    self.route(node, outputs)
-            except Exception as exc:
-                _annotate(exc, node)
-                raise
+                    outputs = node.apply(inputs, self)
+                    if node.is_async:
+                        outputs = yield outputs
+                    self._complete(node, inputs, outputs, keep_graph, check_nan)
+                except Exception as exc:
+                    _annotate(exc, node)
+                    raise
+            elif self._outstanding:
+                yield WAIT
+                if deadline is not None:
+                    deadline = _clock() + time_slice  # type: ignore[operator]
+                continue
+            else:
+                return
             if deadline is not None and _clock() >= deadline:
                 yield SLICE_SPENT
                 deadline = _clock() + time_slice  # type: ignore[operator]
+
+    def _complete(self, node: Node, inputs: list[Any], outputs: Sequence[Any], keep_graph: bool,
+                  check_nan: bool) -> None:
+        """After a node's kernel: post hooks, release saved tensors, route (loop thread)."""
+        if node._post_hooks is not None:
+            outputs = self._post_hooks(node, inputs, outputs)
+        if not keep_graph:
+            node.release_variables()
+        if check_nan:
+            _check_nan(node, outputs)
+        if outputs:
+            self.route(node, outputs)
+
+    def _job(self, node: Node, inputs: list[Any]) -> Callable[[], None]:
+        """``node``'s kernel as a thread job; see Note [Offloaded kernels]."""
+        ctx = contextvars.copy_context()
+        inbox = self._inbox
+
+        def job() -> None:
+            try:
+                outputs = ctx.run(_kernel, node, inputs, self)
+            except BaseException as exc:  # handed to the loop, raised there
+                inbox.append((node, inputs, None, exc))
+            else:
+                inbox.append((node, inputs, outputs, None))
+
+        return job
 
     def _pre(self, node: Node, inputs: list[Any]) -> list[Any] | None:
         """Tensor pre-hooks, retain_grad, captures and node pre-hooks; None if
@@ -394,7 +535,24 @@ class GraphTask:
         self.captured = []
 
 
+def _nothing() -> None:
+    pass
+
+
+def _kernel(node: Node, inputs: list[Any], task: GraphTask) -> list[Any]:
+    """A node's kernel, run in a thread (Note [Offloaded kernels]): its gradients,
+    already conformed to the inputs they flow to, so routing them costs the loop
+    no array work."""
+    outputs = list(node.apply(inputs, task))
+    for i, (g, edge) in enumerate(zip(outputs, node.next_edges)):
+        if g is not None and edge is not None:
+            shape, dtype = edge[0]._input_meta[edge[1]]
+            outputs[i] = _conform(g, shape, dtype, node, i)
+    return outputs
+
+
 def _conform(g: Tensor, shape: tuple[int, ...], dtype: np.dtype, node: Node, index: int) -> Tensor:
+    """``g`` summed down to ``shape`` and cast to ``dtype`` (``g`` itself if it matches)."""
     if g._data.shape != shape:
         try:
             ok = np.broadcast_shapes(shape, g._data.shape) == g._data.shape

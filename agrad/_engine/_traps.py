@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
+import anyio
 import anyio.lowlevel
 
 
@@ -43,3 +44,35 @@ async def yield_slice() -> None:
 async def await_backward(coro: Awaitable[Any]) -> Any:
     """Await an ``async def backward`` of a custom Function (Note [Async backward])."""
     return await coro
+
+
+class KernelWaiter:
+    """Where an awaited backward waits for its kernels in threads (Note [Offloaded kernels]).
+
+    The engine calls :meth:`wake` on the loop's thread when one of the task's
+    kernels finished or a kernel slot was handed to it; a wake while nobody
+    waits is dropped, which is safe because the graph task checks its inbox
+    and its slot before it asks to wait.
+    """
+
+    __slots__ = ("_event",)
+
+    def __init__(self) -> None:
+        self._event: anyio.Event | None = None
+
+    def wake(self) -> None:
+        if self._event is not None:
+            self._event.set()
+
+    async def wait(self, shielded: bool) -> None:
+        """Wait for :meth:`wake`; a checkpoint unless ``shielded`` (see Note
+        [Kernels of a stopped task])."""
+        self._event = event = anyio.Event()
+        try:
+            if shielded:
+                with anyio.CancelScope(shield=True):
+                    await event.wait()
+            else:
+                await event.wait()
+        finally:
+            self._event = None

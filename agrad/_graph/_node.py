@@ -58,12 +58,18 @@ class Node:
     __slots__ = (
         "next_edges", "sequence_nr", "topological_nr", "_input_meta",
         "_pre_hooks", "_post_hooks", "_tensor_pre_hooks", "_retains_grad",
-        "_trace", "metadata", "__weakref__",
+        "_trace", "metadata", "_work", "__weakref__",
     )
 
     # True for custom Functions whose backward is ``async def``: the drivers
     # await what ``apply`` returns.  See Note [Async backward].
     is_async = False
+
+    #: Where an awaited backward runs this node's kernel: ``None`` lets the
+    #: engine decide by size, ``True`` pins it to an executor thread, ``False``
+    #: to the event loop's thread (nodes that touch engine state, or user code
+    #: that must run where the backward was awaited).  See Note [Offload threshold].
+    offload: bool | None = None
 
     def __init__(self) -> None:
         self.next_edges: tuple[Edge | None, ...] = ()
@@ -78,6 +84,10 @@ class Node:
         self._retains_grad: dict[int, Any] | None = None
         self._trace: list[str] | None = None
         self.metadata: dict[str, Any] = {}
+        # Array elements the backward kernel touches, roughly: the gradients it
+        # receives plus the tensors it saved; set when the node is recorded.
+        # The engine compares it with the offload threshold (Note [Offload threshold]).
+        self._work = 0
 
     # -- the graph ---------------------------------------------------------
     def set_next_edges(self, edges: Sequence[Edge | None]) -> None:
@@ -105,6 +115,7 @@ class Node:
 
     def release_variables(self) -> None:
         """Free saved tensors once a backward that does not keep the graph is done with them."""
+
 
     def __call__(self, *grads: Any) -> Any:
         out = self.apply(list(grads), None)  # type: ignore[arg-type]
@@ -137,6 +148,8 @@ class GraphRoot(Node):
 
     __slots__ = ("_grads",)
 
+    offload = False  # returns the roots' gradients: nothing to compute
+
     def __init__(self, edges: Sequence[Edge], grads: Sequence[Any]) -> None:
         super().__init__()
         self.sequence_nr = sys.maxsize
@@ -158,6 +171,7 @@ class AccumulateGrad(Node):
     """
 
     __slots__ = ("variable",)
+    offload = False  # stages on the graph task: bookkeeping, on the loop's thread
 
     def __init__(self, variable: "Tensor") -> None:
         super().__init__()

@@ -47,6 +47,14 @@ def _matmul_grad_other(g: Tensor, input: Tensor, other: Tensor) -> Tensor:
     return input.mT @ g
 
 
+def _product_work(tensors: Any, result: Tensor) -> int:
+    """Backward work of a matrix product, solve or inverse (Note [Offload
+    threshold]): two products of ``k`` multiply-adds per output element (``k``
+    the contracted size); BLAS runs about sixteen of those in the time an
+    elementwise kernel touches one element."""
+    return result._data.size * tensors[0]._data.shape[-1] // 8
+
+
 def _matmul_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
     shapes = [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)),
               ((5, 2, 3), (3, 4)), ((2, 3), (5, 3, 4)), ((5, 1, 2, 3), (4, 3, 2)), ((3,), (2, 3, 4))]
@@ -54,7 +62,7 @@ def _matmul_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
 
 
 @defop(ref=lambda torch: torch.matmul,
-       vjp=(_matmul_grad_input, _matmul_grad_other), node="MmBackward0",
+       vjp=(_matmul_grad_input, _matmul_grad_other), node="MmBackward0", work=_product_work,
        methods=("matmul", "__matmul__"), rmethods=("__rmatmul__",), samples=_matmul_samples)
 def matmul(xp, input, other):
     """Matrix product with numpy/PyTorch broadcasting of batch dimensions (1-D, 2-D, batched)."""
@@ -77,7 +85,7 @@ def _dtypes_match(name: str, a: np.ndarray, b: np.ndarray) -> None:
 
 
 @defop(ref=lambda torch: torch.mm, vjp=(lambda g, mat2: mm(g, mat2.mT), lambda g, input: mm(input.mT, g)),
-       node="MmBackward0", methods=("mm",),
+       node="MmBackward0", methods=("mm",), work=_product_work,
        samples=lambda rng: [((_r(rng, 2, 3), _r(rng, 3, 4)), {}), ((_r(rng, 1, 5), _r(rng, 5, 1)), {})])
 def mm(xp, input, mat2):
     """Product of two matrices (2-D only, no broadcasting)."""
@@ -93,7 +101,7 @@ def mm(xp, input, mat2):
 
 
 @defop(ref=lambda torch: torch.bmm, vjp=(lambda g, mat2: bmm(g, mat2.mT), lambda g, input: bmm(input.mT, g)),
-       node="BmmBackward0", methods=("bmm",),
+       node="BmmBackward0", methods=("bmm",), work=_product_work,
        samples=lambda rng: [((_r(rng, 2, 2, 3), _r(rng, 2, 3, 4)), {})])
 def bmm(xp, input, mat2):
     """Batched product of two 3-D tensors of matrices with equal batch sizes."""
@@ -249,7 +257,7 @@ def _solve_grad_A(g: Tensor, A: Tensor, out: Tensor) -> Tensor:
 
 
 @defop(ref=lambda torch: torch.linalg.solve, vjp=(_solve_grad_A, lambda g, A: _solve_grad_B(g, A)),
-       node="LinalgSolveExBackward0", to_float=True,
+       node="LinalgSolveExBackward0", to_float=True, work=_product_work,
        samples=lambda rng: [((_r(rng, 3, 3) + 4 * np.eye(3), _r(rng, 3, 2)), {}),
                             ((_r(rng, 3, 3) + 4 * np.eye(3), _r(rng, 3)), {}),
                             ((_r(rng, 2, 3, 3) + 4 * np.eye(3), _r(rng, 2, 3, 4)), {}),
@@ -276,7 +284,7 @@ def solve(xp, A, B):
 
 
 @defop(ref=lambda torch: torch.linalg.inv, vjp=lambda g, out: -(out.mT @ g @ out.mT),
-       node="LinalgInvExBackward0", to_float=True,
+       node="LinalgInvExBackward0", to_float=True, work=_product_work,
        samples=lambda rng: [((_r(rng, 3, 3) + 4 * np.eye(3),), {}), ((_r(rng, 2, 3, 3) + 4 * np.eye(3),), {}),
                             ((_r(rng, 1, 1) + 3,), {})])
 def inv(xp, A):

@@ -80,6 +80,9 @@ class OpDef:
     # A view op: its output shares memory with its (first) input when numpy
     # returns a view, and becomes a view of that input's base.
     view: bool = False
+    # ``(inputs, result) -> int``: the backward's work for ops whose cost is not
+    # their arrays' size (matmul: FLOPs); see Note [Offload threshold].
+    work: Callable[[Sequence[Tensor], Tensor], int] | None = None
     public: Callable[..., Any] = field(default=None)  # type: ignore[assignment]
 
 
@@ -264,18 +267,22 @@ def record(op: OpDef, tensors: Sequence[Tensor], attrs: dict[str, Any], result: 
     node.topological_nr = topo + 1
     node._input_meta = ((result._data.shape, result._data.dtype),)
     saved = []
+    work = result._data.size  # the gradient it will receive
     for kind, key in op.save_plans[mask]:
         if kind == _SAVE_NOTHING:
             saved.append(None)
         elif kind == _SAVE_INPUT:
             saved.append(SavedTensor(tensors[key]))
+            work += tensors[key]._data.size
         elif kind == _SAVE_OUTPUT:
             saved.append(SavedTensor(result, is_output=True))
+            work += result._data.size
         elif kind == _SAVE_ATTR:
             saved.append(attrs[key])
         else:
             saved.append(tensors[key]._data.shape)
     node._saved = tuple(saved)
+    node._work = work if op.work is None else op.work(tensors, result)
     if anomaly_enabled.get():
         node._record_trace()
     result._grad_fn = node
@@ -336,16 +343,20 @@ def _record_variadic(op: OpDef, tensors: Sequence[Tensor], attrs: dict[str, Any]
     node._input_meta = ((result._data.shape, result._data.dtype),)
     name = op.inputs[0]
     saved = []
+    work = result._data.size
     for p in op.saved:
         if p == name:
             saved.append(tuple(SavedTensor(t) for t in tensors))
+            work += sum(t._data.size for t in tensors)
         elif p == name + "_shape":
             saved.append(tuple(t._data.shape for t in tensors))
         elif p == "out":
             saved.append(SavedTensor(result, is_output=True))
+            work += result._data.size
         else:
             saved.append(attrs[p])
     node._saved = tuple(saved)
+    node._work = work if op.work is None else op.work(tensors, result)
     if anomaly_enabled.get():
         node._record_trace()
     result._grad_fn = node
@@ -478,6 +489,7 @@ def defop(
     ref: Callable[[Any], Callable[..., Any]] | None = None,
     check: dict[str, float] | None = None,
     view: bool = False,
+    work: Callable[[Sequence[Tensor], Tensor], int] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Tensor]]:
     """Register the decorated forward as an op; return its public function.
 
@@ -500,6 +512,10 @@ def defop(
         check: gradcheck settings for this op's samples (``eps``, ``atol``…).
         view: the output is a view of the first input when numpy makes one
             (shared memory, ``_base``, shared version counter).
+        work: ``(inputs, result) -> int``, the backward's work in the engine's
+            units (array elements touched), for ops whose cost is not the size
+            of their arrays; by default the gradient's size plus the saved
+            tensors'.  See Note [Offload threshold].
     """
 
     def register(forward: Callable[..., Any]) -> Callable[..., Tensor]:
@@ -516,6 +532,7 @@ def defop(
         op.view = view
         op.ref = ref
         op.check = dict(check or {})
+        op.work = work
         if vjps is not None:
             saved: list[str] = []
             arg_names = []

@@ -127,17 +127,28 @@ class Function:
         >>> Square.apply(x).backward_sync()
         >>> x.grad
         tensor([6.])
+
+    Where ``backward`` runs (agrad only): on the thread that runs the backward,
+    which for an awaited backward is the event loop's, as PyTorch runs a CPU
+    backward on the calling thread.  A subclass whose ``backward`` is heavy,
+    thread-safe array work may set ``offload = True`` (always in an executor
+    thread) or ``offload = None`` (by size, like built-in ops) so that it does
+    not block the loop; an ``async def backward`` always runs on the loop.
     """
 
     _backward_cls: type[BackwardCFunction]
+    offload: bool | None = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         backward = inspect.getattr_static(cls, "backward", None)
         fn = backward.__func__ if isinstance(backward, staticmethod) else backward
+        is_async = inspect.iscoroutinefunction(fn) or getattr(fn, "_agrad_async", False)
+        if is_async and cls.offload is not False:
+            raise TypeError(f"{cls.__name__}: an async def backward runs on the event loop; "
+                            f"it cannot set offload={cls.offload!r}")
         cls._backward_cls = type(f"{cls.__name__}Backward", (BackwardCFunction,), {
-            "_forward_cls": cls,
-            "is_async": inspect.iscoroutinefunction(fn) or getattr(fn, "_agrad_async", False),
+            "_forward_cls": cls, "is_async": is_async, "offload": cls.offload,
         })
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -215,6 +226,8 @@ def _wrap_outputs(ctx: BackwardCFunction, args: Sequence[Any], output: Any, reco
         ctx._saved = [None if t is None else
                       SavedTensor(t, is_output=True, output_nr=_index_of(t, wrapped)) if _index_of(t, wrapped) >= 0
                       else SavedTensor(t) for t in ctx.to_save]
+        ctx._work = (sum(o._data.size for o in wrapped if isinstance(o, Tensor))
+                     + sum(t._data.size for t in ctx.to_save if t is not None))
     else:
         ctx._saved = list(ctx.to_save)
     # The outputs point at ctx (their grad_fn); ctx must not point back at them,

@@ -1,0 +1,128 @@
+"""How the engine schedules a backward: time slice and kernel offload policy.
+
+Two kinds of setting, scoped as what they govern is scoped:
+
+* per backward, read when it starts: the time slice and the offload policy,
+  held in a ``ContextVar`` (Note [Ambient state in contextvars]), so one
+  request of a server can run with a short slice or all inline without
+  changing any other;
+* per event loop: how many kernels may run in executor threads at once
+  (:func:`set_num_interop_threads`, PyTorch's name for inter-op parallelism),
+  shared by every backward on that loop.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
+from typing import Literal
+
+__all__ = ["EngineOptions", "engine_options", "current_options", "get_num_interop_threads",
+           "set_num_interop_threads"]
+
+Offload = Literal["auto", "always", "never"]
+_OFFLOAD_MODES = ("auto", "always", "never")
+
+
+@dataclass(frozen=True, slots=True)
+class EngineOptions:
+    """The scheduling settings a backward runs with (see :func:`engine_options`)."""
+
+    # See Note [Time slices].
+    time_slice: float = 0.002
+    # See Note [Offload threshold].
+    offload: Offload = "auto"
+    offload_threshold: int = 1 << 21
+
+
+_options: ContextVar[EngineOptions] = ContextVar("agrad_engine_options", default=EngineOptions())
+
+
+def current_options() -> EngineOptions:
+    """The options a backward started now would run with."""
+    return _options.get()
+
+
+@contextmanager
+def engine_options(*, time_slice: float | None = None, offload: Offload | None = None,
+                   offload_threshold: int | None = None) -> Iterator[EngineOptions]:
+    """Set how backwards started inside the block are scheduled (agrad only).
+
+    Args:
+        time_slice: seconds of node execution after which an awaited backward
+            gives the event loop a turn (default 0.002).  Shorter keeps other
+            tasks more responsive; longer costs fewer loop round trips.
+        offload: where node kernels run.  ``"auto"`` (default): a node whose
+            arrays hold at least ``offload_threshold`` elements runs in an
+            executor thread, smaller ones inline on the loop; ``"never"``:
+            every node inline; ``"always"``: every node that may leave the loop
+            thread does.  A node class can pin itself either way (its
+            ``offload`` attribute).  The blocking twins always run inline.
+        offload_threshold: elements (gradients plus saved tensors) from which
+            ``"auto"`` offloads a node (default 2097152).
+
+    Only the arguments given change; the previous options return at the end
+    of the block.  The options live in a context variable: each asyncio or
+    trio task started inside the block inherits them, and a task beside it
+    keeps its own.
+
+    Example::
+
+        >>> with agrad.autograd.graph.engine_options(offload="never"):
+        ...     pass  # backwards awaited here run every kernel on the loop
+    """
+    old = _options.get()
+    changes: dict[str, object] = {}
+    if time_slice is not None:
+        if not time_slice > 0:
+            raise ValueError(f"time_slice must be a positive number of seconds, got {time_slice!r}")
+        changes["time_slice"] = float(time_slice)
+    if offload is not None:
+        if offload not in _OFFLOAD_MODES:
+            raise ValueError(f"offload must be one of {', '.join(map(repr, _OFFLOAD_MODES))}, got {offload!r}")
+        changes["offload"] = offload
+    if offload_threshold is not None:
+        if isinstance(offload_threshold, bool) or not isinstance(offload_threshold, int) or offload_threshold < 0:
+            raise ValueError(f"offload_threshold must be a non-negative int, got {offload_threshold!r}")
+        changes["offload_threshold"] = offload_threshold
+    new = replace(old, **changes)  # type: ignore[arg-type]
+    token = _options.set(new)
+    try:
+        yield new
+    finally:
+        _options.reset(token)
+
+
+def _default_interop_threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+_interop_threads = _default_interop_threads()
+
+
+def get_num_interop_threads() -> int:
+    """How many node kernels may run in executor threads at once, per event loop.
+
+    Defaults to the number of CPUs this process may use.
+    """
+    return _interop_threads
+
+
+def set_num_interop_threads(num: int) -> None:
+    """Bound the node kernels running in executor threads at once, per event loop.
+
+    Mirrors ``torch.set_num_interop_threads`` (PyTorch's pool for running
+    independent ops in parallel).  Unlike PyTorch, it may be called at any
+    time: kernels already running finish, and new ones start only while fewer
+    than ``num`` run.
+    """
+    global _interop_threads
+    if isinstance(num, bool) or not isinstance(num, int) or num < 1:
+        raise RuntimeError(f"Expected positive number of threads, got {num!r}")
+    _interop_threads = num

@@ -1,0 +1,189 @@
+"""KernelPool: the per-event-loop part of the engine, which runs node kernels in threads.
+
+One pool per event loop, created by the first backward on that loop that
+offloads a kernel (an ``anyio`` RunVar holds it, so it lives and dies with its
+loop).  It owns no threads: its workers borrow them, on asyncio and uvloop
+from the loop's default executor (which the loop shuts down when it closes;
+``asyncio.run`` joins its threads), under trio from trio's thread cache (the
+threads behind ``trio.to_thread``).  A worker runs queued kernels back to back
+and gives its thread back as soon as the queue is empty, so between backwards
+the pool holds no thread at all.
+
+Bookkeeping is single-threaded: apart from the queue (below), everything here
+runs on the loop's thread.  A kernel's thread only computes, appends its
+result to its graph task's inbox (a ``deque``, safe from any thread) and asks
+the loop to call :meth:`KernelPool._done`, which frees the slot and wakes the
+graph task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio.lowlevel
+
+from agrad._engine._options import get_num_interop_threads
+
+if TYPE_CHECKING:
+    from agrad._engine._graph_task import GraphTask
+
+__all__ = ["KernelPool", "current_pool"]
+
+
+class KernelPool:
+    """Runs node kernels in threads for one event loop.
+
+    Note [Kernel slots]
+    ~~~~~~~~~~~~~~~~~~~
+    At most ``n = get_num_interop_threads()`` workers run kernels, and at most
+    ``2 * n`` kernels are in flight (running or queued): each worker finds its
+    next kernel waiting when it finishes one, so it never idles while the loop,
+    which competes with the workers for the CPUs, gets round to routing the
+    result and queueing more.  A slot is taken when a kernel is queued and
+    freed when the loop hears that it finished.  A graph task that asks while
+    no slot is free joins ``_waiting`` (once) and waits; each freed slot is
+    handed to the first task in line (``task._slot_granted``), which is woken,
+    so slots go first come first served and a huge backward cannot take every
+    slot from a small one that asked earlier.  A task that stops (error or
+    cancellation) while in line, or before using a handed slot, gives it back
+    (:meth:`forget`).
+    """
+
+    __slots__ = ("running", "_waiting", "_queue", "_lock", "_workers", "_start_worker", "_post")
+
+    def __init__(self, start_worker: Callable[[Callable[[], None]], None],
+                 post: Callable[[Callable[[], None]], None]) -> None:
+        self.running = 0  # kernels in flight: queued or running
+        self._waiting: deque[GraphTask] = deque()
+        # The one structure shared with the workers' threads, under _lock:
+        # kernels queued, and how many workers are active.
+        self._queue: deque[tuple[Callable[[], None], GraphTask]] = deque()
+        self._lock = threading.Lock()
+        self._workers = 0
+        self._start_worker = start_worker  # run a function in a borrowed thread
+        self._post = post  # call a function on the loop's thread, from any thread
+
+    def offload(self, task: "GraphTask", job: Callable[[], None]) -> bool:
+        """Queue ``job`` (a kernel of ``task``) if a slot is free for it now.
+
+        Returns False if every slot is taken: ``task`` is then in line, and is
+        woken when a slot is handed to it.
+        """
+        if task._slot_granted:
+            task._slot_granted = False
+        elif self.running < 2 * get_num_interop_threads() and not self._waiting:
+            self.running += 1
+        else:
+            if not task._in_line:
+                task._in_line = True
+                self._waiting.append(task)
+            return False
+        task._outstanding += 1
+        with self._lock:
+            self._queue.append((job, task))
+            start = self._workers < get_num_interop_threads()
+            if start:
+                self._workers += 1
+        if start:
+            try:
+                self._start_worker(self._work)
+            except BaseException:  # no thread to be had (the loop is shutting down)
+                with self._lock:
+                    self._workers -= 1
+                    self._queue.remove((job, task))
+                task._outstanding -= 1
+                self._release()
+                raise
+        return True
+
+    def _work(self) -> None:
+        """A worker, in a borrowed thread: run queued kernels until none is left."""
+        queue, lock, post = self._queue, self._lock, self._post
+        while True:
+            with lock:
+                if not queue:
+                    self._workers -= 1
+                    return
+                job, task = queue.popleft()
+            job()  # never raises: it hands exceptions to its task
+            post(lambda task=task: self._done(task))
+
+    def _done(self, task: "GraphTask") -> None:
+        task._outstanding -= 1
+        self._release()
+        task._wake()
+
+    def _release(self) -> None:
+        self.running -= 1
+        limit = 2 * get_num_interop_threads()
+        while self._waiting and self.running < limit:
+            nxt = self._waiting.popleft()
+            nxt._in_line = False
+            nxt._slot_granted = True
+            self.running += 1
+            nxt._wake()
+
+    def forget(self, task: "GraphTask") -> None:
+        """``task`` stops: take it out of line and give back a slot it was handed."""
+        if task._in_line:
+            task._in_line = False
+            self._waiting.remove(task)
+        if task._slot_granted:
+            task._slot_granted = False
+            self._release()
+
+
+_POOL: anyio.lowlevel.RunVar[KernelPool] = anyio.lowlevel.RunVar("agrad_kernel_pool")
+
+
+def current_pool() -> KernelPool:
+    """This event loop's pool, created on first use."""
+    pool = _POOL.get(None)
+    if pool is None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            pool = _trio_pool()
+        else:
+            pool = _asyncio_pool(loop)
+        _POOL.set(pool)
+    return pool
+
+
+def _asyncio_pool(loop: asyncio.AbstractEventLoop) -> KernelPool:
+    def post(fn: Callable[[], None]) -> None:
+        # As for trio below: only a loop closed around a running backward refuses.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(fn)
+
+    def start_worker(worker: Callable[[], None]) -> None:
+        # The loop's default executor: closed with the loop (module docstring).
+        loop.run_in_executor(None, worker)
+
+    return KernelPool(start_worker, post)
+
+
+def _trio_pool() -> KernelPool:
+    trio = sys.modules["trio"]
+    token = trio.lowlevel.current_trio_token()
+
+    def post(fn: Callable[[], None]) -> None:
+        # Kernels outlive no backward (Note [Kernels of a stopped task]), so the
+        # run is still there; if it was torn down regardless, nobody is left to tell.
+        with contextlib.suppress(trio.RunFinishedError):
+            token.run_sync_soon(fn)
+
+    def start_worker(worker: Callable[[], None]) -> None:
+        trio.lowlevel.start_thread_soon(worker, _ignore, name="agrad kernel worker")
+
+    return KernelPool(start_worker, post)
+
+
+def _ignore(_: Any) -> None:
+    pass
