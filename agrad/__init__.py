@@ -54,6 +54,7 @@ from agrad._dtype import (
     set_default_dtype,
     uint8,
 )
+from agrad._engine._options import get_num_interop_threads, set_num_interop_threads
 from agrad._grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from agrad._graph._anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from agrad._ops import _elementwise, _linalg, _reductions, _shape
@@ -91,6 +92,7 @@ __all__ = [
     "int64", "uint8", "bool", "float", "double", "half", "long", "int", "get_default_dtype", "set_default_dtype",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "softmax", "is_tensor",
+    "get_num_interop_threads", "set_num_interop_threads",
     "autograd", "linalg", "nn", "utils",
 ] + [
     *_elementwise.__all__, *_linalg.__all__, *_reductions.__all__, *_shape.__all__,

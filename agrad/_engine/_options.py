@@ -38,7 +38,8 @@ class EngineOptions:
     offload_threshold: int = 1 << 21
 
 
-_options: ContextVar[EngineOptions] = ContextVar("agrad_engine_options", default=EngineOptions())
+_options: ContextVar[EngineOptions] = ContextVar(
+    "agrad_engine_options", default=EngineOptions())  # noqa: B039  (frozen: immutable)
 
 
 def current_options() -> EngineOptions:
