@@ -14,6 +14,7 @@ import anyio
 import numpy as np
 
 import agrad
+from agrad._engine._pool import current_pool
 
 ACTIVATIONS: dict[str, Callable[[Any, Any], Any]] = {
     "tanh": lambda lib, h: lib.tanh(h),
@@ -124,3 +125,18 @@ def make_rendezvous(n: int) -> tuple[Any, dict[str, Any]]:
             return g
 
     return Rendezvous.apply, state
+
+
+# -- the kernel pool ------------------------------------------------------------------------------
+
+WAIT = 10.0  # seconds a forced rendezvous or a worker's exit may take before a test fails
+
+
+async def pool_is_idle() -> None:
+    """No kernel in flight or queued and no task in line in this loop's pool, and
+    its workers give their threads back."""
+    pool = current_pool()
+    assert pool.running == 0 and not pool._queue and not pool._waiting
+    with anyio.fail_after(WAIT):
+        while pool._workers:  # noqa: ASYNC110  (a count the workers' threads lower)
+            await anyio.sleep(0.001)

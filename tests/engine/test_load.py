@@ -7,6 +7,11 @@ order of accumulation gives the same bits and sums are compared with ``==``;
 concurrency is forced with a rendezvous (a hook or an ``async def backward``
 every backward must reach before any may finish), never hoped for.  Tests
 assert behaviour (results, completion order), never timings.
+
+The awaited tests run twice: with the default scheduling (these small arrays
+stay inline) and with every kernel forced into an executor thread
+(``offload="always"``), so that kernels finish in threads, in any order,
+while other graph tasks run, fail or are cancelled.
 """
 
 from __future__ import annotations
@@ -24,16 +29,31 @@ import pytest
 
 import agrad
 from agrad._engine._graph_task import current_graph_task
-from tests.engine._models import assert_exactly_equal, grads, make_rendezvous
+from agrad._engine._pool import current_pool
+from agrad.autograd.graph import engine_options
+from tests.engine._models import assert_exactly_equal, grads, make_rendezvous, pool_is_idle
 
 pytestmark = pytest.mark.anyio
 
 N_CONCURRENT = 200
 N_RETAINED = 20  # of the 200, backwards through one shared retained graph
 N_THREADS = 16
-CANCEL_TRIALS = 80  # per backend
-CANCEL_CHAIN = 2_000
+CANCEL_TRIALS = 80  # per backend and offload mode
+CANCEL_CHAIN = {"auto": 2_000, "always": 150}  # nodes: a backward of a few milliseconds either way
 HUGE_CHAIN = 30_000
+
+
+@pytest.fixture(params=["auto", "always"], ids=["inline", "offloaded"])
+def offload(request: pytest.FixtureRequest) -> Any:
+    """The engine's offload mode for the backwards a test awaits."""
+    with engine_options(offload=request.param):
+        yield request.param
+
+
+def assert_no_kernel_in_flight() -> None:
+    """Nothing of any backward runs or waits in the loop's kernel pool."""
+    pool = current_pool()
+    assert pool.running == 0 and not pool._queue and not pool._waiting
 
 
 # -- graphs --------------------------------------------------------------------------------------------
@@ -89,7 +109,7 @@ def sequential_expected(indices: list[int], retained_index: int, retained_runs: 
 
 
 # -- 1. many concurrent backwards of different sizes into shared leaves --------------------------------
-async def test_200_concurrent_backwards_of_varied_sizes_sum_exactly() -> None:
+async def test_200_concurrent_backwards_of_varied_sizes_sum_exactly(offload: str) -> None:
     p = shared_leaves()
     rendezvous, state = make_rendezvous(N_CONCURRENT)
     n_separate = N_CONCURRENT - N_RETAINED
@@ -116,7 +136,7 @@ async def test_200_concurrent_backwards_of_varied_sizes_sum_exactly() -> None:
     assert_exactly_equal(grads(p), sequential_expected(list(range(n_separate)), retained_index, N_RETAINED))
 
 
-async def test_concurrent_backwards_and_grads_without_rendezvous_sum_exactly() -> None:
+async def test_concurrent_backwards_and_grads_without_rendezvous_sum_exactly(offload: str) -> None:
     # The same mix interleaved only by time slices: backwards, grads (which must not
     # touch .grad) and retained-graph backwards, started in a shuffled order.
     p = shared_leaves()
@@ -162,7 +182,7 @@ def build_cancel_graph(x: agrad.Tensor, w: agrad.Tensor, n: int, hook_at: int | 
             y = y + w * 0.0
         if hook_at is not None and i == n - 1 - hook_at:
             y.register_hook(hook)
-        if i % 250 == 0:
+        if i % max(1, n // 8) == 0:
             refs.append(weakref.ref(y))
             refs.append(weakref.ref(y.grad_fn))
     near_root = y * 2.0
@@ -173,7 +193,9 @@ def build_cancel_graph(x: agrad.Tensor, w: agrad.Tensor, n: int, hook_at: int | 
     return near_root, loss, refs
 
 
-async def cancel_trial(rs: random.Random, outcomes: dict[str, int]) -> None:
+async def cancel_trial(rs: random.Random, outcomes: dict[str, int], chain: int, span: float) -> None:
+    """One backward of a ``chain``-node graph, cancelled by a deadline or a sibling
+    task after a random delay up to ``span`` seconds, or by a hook at a random node."""
     x = agrad.tensor([1.0, 2.0, 3.0], dtype=agrad.float64, requires_grad=True)
     w = agrad.tensor([5.0, -4.0, 7.0], dtype=agrad.float64, requires_grad=True)
     prior = rs.random() < 0.5
@@ -186,8 +208,8 @@ async def cancel_trial(rs: random.Random, outcomes: dict[str, int]) -> None:
     def cancel_hook(g: agrad.Tensor) -> None:
         scope.cancel()
 
-    hook_at = rs.randrange(0, CANCEL_CHAIN + 5) if how == "hook" else None
-    near_root, loss, refs = build_cancel_graph(x, w, CANCEL_CHAIN, hook_at, cancel_hook)
+    hook_at = rs.randrange(0, chain + 5) if how == "hook" else None
+    near_root, loss, refs = build_cancel_graph(x, w, chain, hook_at, cancel_hook)
     near_root_ref = weakref.ref(near_root)
     retained_grads: list[Any] = []
     returned = False
@@ -199,12 +221,14 @@ async def cancel_trial(rs: random.Random, outcomes: dict[str, int]) -> None:
     with agrad.set_grad_enabled(grad_mode):
         async with anyio.create_task_group() as tg:
             if how == "sibling":
-                tg.start_soon(sibling, rs.uniform(0, 0.012))
+                tg.start_soon(sibling, rs.uniform(0, span))
             elif how == "deadline":
-                scope.deadline = anyio.current_time() + rs.uniform(0, 0.012)
+                scope.deadline = anyio.current_time() + rs.uniform(0, span)
             with scope:
                 await loss.backward()
                 returned = True
+            # Whatever happened, nothing of the backward is left running.
+            assert_no_kernel_in_flight()
             retained_grads.append(near_root.grad)
             tg.cancel_scope.cancel()  # the sibling, if it is still sleeping
         # Back in the cancelled task: its ambient state is as before.
@@ -240,29 +264,45 @@ async def cancel_trial(rs: random.Random, outcomes: dict[str, int]) -> None:
     assert x.grad.tolist() == [b + 3.0 for b in before]
 
 
-async def test_cancellation_at_random_points_never_leaves_partial_state(anyio_backend: Any) -> None:
+async def test_cancellation_at_random_points_never_leaves_partial_state(anyio_backend: Any, offload: str) -> None:
     seed = {"asyncio": 11, "uvloop": 22, "trio": 33}[
-        "uvloop" if anyio_backend[1].get("use_uvloop") else anyio_backend[0]]
+        "uvloop" if anyio_backend[1].get("use_uvloop") else anyio_backend[0]] + (0 if offload == "auto" else 100)
     rs = random.Random(seed)
+    chain = CANCEL_CHAIN[offload]
+    # Random delays span twice the backward's own duration here, so that
+    # both outcomes occur on a fast machine and a slow one alike.
+    durations = []
+    for _ in range(3):
+        x = agrad.tensor([1.0, 2.0, 3.0], dtype=agrad.float64, requires_grad=True)
+        _, reference, _ = build_cancel_graph(x, x * 1.0, chain, None, None)
+        started = anyio.current_time()
+        await reference.backward()
+        durations.append(anyio.current_time() - started)
+    span = 2 * max(durations)
     outcomes = {"completed": 0, "cancelled": 0}
     for _ in range(CANCEL_TRIALS):
-        await cancel_trial(rs, outcomes)
+        await cancel_trial(rs, outcomes, chain, span)
     # The random points cover both sides of the race (deadline 0 and an early hook
     # always cancel; a hook past the end never does).
-    assert outcomes["cancelled"] > 0 and outcomes["completed"] > 0, outcomes
+    assert outcomes["cancelled"] > 0 and outcomes["completed"] > 0, (outcomes, span)
+    await pool_is_idle()  # and no worker is left running
 
 
-async def test_cancelled_retained_grad_while_others_in_flight_frees_its_task() -> None:
+async def test_cancelled_retained_grad_while_others_in_flight_frees_its_task(offload: str) -> None:
     # A cancelled grad() among concurrent backwards on the same retained graph:
-    # the others complete exactly, the cancelled GraphTask is freed.
+    # the others complete exactly, the cancelled GraphTask is freed.  It cancels
+    # itself from the hook that every task passes (the spy), once it is there.
     p = shared_leaves()
     shared = varied_loss(p, 37)  # a deep one
     tasks_seen: list[weakref.ref] = []
+    doomed: list[Any] = []  # the graph task to cancel, and its scope
 
     def spy(g: agrad.Tensor) -> None:
         t = current_graph_task.get()
         assert t is not None
         tasks_seen.append(weakref.ref(t))
+        if doomed and doomed[0] is t:
+            doomed[1].cancel()
 
     shared.grad_fn  # noqa: B018  (the graph exists)
     hooked = shared * 1.0
@@ -270,12 +310,11 @@ async def test_cancelled_retained_grad_while_others_in_flight_frees_its_task() -
 
     async def cancelled() -> None:
         with anyio.CancelScope() as scope:
-            def cancel(g: agrad.Tensor) -> None:
-                scope.cancel()
             h = hooked * 1.0
-            h.register_hook(cancel)
+            h.register_hook(lambda g: doomed.extend([current_graph_task.get(), scope]))
             await agrad.autograd.grad(h, [p["a"], p["b"], p["c"]], retain_graph=True)
         assert scope.cancelled_caught
+        doomed.clear()
 
     async with anyio.create_task_group() as tg:
         for _ in range(5):
@@ -285,6 +324,7 @@ async def test_cancelled_retained_grad_while_others_in_flight_frees_its_task() -
     gc.collect()
     assert [r for r in tasks_seen if r() is not None] == []
     assert_exactly_equal(grads(p), sequential_expected([], 37, 5))
+    assert_no_kernel_in_flight()
 
 
 # -- 3. a failing node among healthy graph tasks -----------------------------------------------------
@@ -292,7 +332,7 @@ class BoomError(RuntimeError):
     pass
 
 
-async def test_failing_node_reaches_its_caller_named_and_others_are_unaffected() -> None:
+async def test_failing_node_reaches_its_caller_named_and_others_are_unaffected(offload: str) -> None:
     p = shared_leaves()
     n_healthy = 24
     healthy_arrived = anyio.Event()
@@ -409,7 +449,7 @@ def test_backward_sync_and_grad_sync_from_16_threads_sum_exactly() -> None:
         assert_exactly_equal(dict(zip("abc", (g.numpy() for g in grad_results[100 + t]))), own)
 
 
-async def test_backward_sync_inside_the_loop_while_awaited_backwards_are_in_flight() -> None:
+async def test_backward_sync_inside_the_loop_while_awaited_backwards_are_in_flight(offload: str) -> None:
     p = shared_leaves()
     n_awaited = 30
     rendezvous, state = make_rendezvous(n_awaited + 1)  # +1: released by the main task

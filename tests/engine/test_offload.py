@@ -1,0 +1,367 @@
+"""Kernel offload: which kernels leave the loop, that they overlap with each other
+and with the loop's own work, that kernel slots go first come first served, the
+per-loop pool's lifecycle, and the scheduling options.
+
+Where a test needs a kernel to *be* somewhere (in a thread, running at the same
+time as another), it uses a custom Function with ``offload=True`` whose backward
+waits on a ``threading`` primitive: the property is then forced, not hoped for,
+and a broken engine fails with a timeout error instead of a flaky timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import threading
+import time
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import numpy as np
+import pytest
+import uvloop
+
+import agrad
+from agrad._engine._pool import current_pool
+from agrad.autograd.graph import engine_options
+from tests.engine._models import WAIT, pool_is_idle
+
+pytestmark = pytest.mark.anyio
+
+@pytest.fixture
+def interop_threads() -> Iterator[Any]:
+    """Set ``agrad.set_num_interop_threads`` for one test, then restore it."""
+    before = agrad.get_num_interop_threads()
+    yield agrad.set_num_interop_threads
+    agrad.set_num_interop_threads(before)
+
+
+def probe_class(offload: bool | None, backward: Any) -> type[agrad.autograd.Function]:
+    """A custom Function pinned by ``offload`` with the given backward."""
+    return type("Probe", (agrad.autograd.Function,), {
+        "offload": offload,
+        "forward": staticmethod(lambda ctx, x: x * 1.0),
+        "backward": staticmethod(backward),
+    })
+
+
+async def set_in_a_thread(event: threading.Event) -> None:
+    """Wait for a ``threading.Event`` that a kernel sets, without blocking the loop."""
+    assert await anyio.to_thread.run_sync(event.wait, WAIT)
+
+
+# -- where kernels run --------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode,pin,large,in_thread", [
+    ("auto", None, False, False),
+    ("auto", None, True, True),
+    ("auto", True, False, True),
+    ("auto", False, True, False),
+    ("always", None, False, True),
+    ("always", False, False, False),
+    ("never", True, True, False),
+    ("never", None, True, False),
+])
+async def test_kernel_runs_where_the_policy_says(mode: str, pin: bool | None, large: bool, in_thread: bool) -> None:
+    threads: list[int] = []
+    probe = probe_class(pin, lambda ctx, g: (threads.append(threading.get_ident()), g)[1])
+    x = agrad.ones(64, requires_grad=True)
+    loss = probe.apply(x).sum()
+    # "large": the Probe node's work (its output plus nothing saved: 64) reaches the threshold.
+    with engine_options(offload=mode, offload_threshold=64 if large else 65):
+        await loss.backward()
+    assert (threads[0] != threading.get_ident()) is in_thread
+    assert x.grad.tolist() == [1.0] * 64
+
+
+async def test_blocking_twin_runs_every_kernel_inline() -> None:
+    threads: list[int] = []
+    probe = probe_class(True, lambda ctx, g: (threads.append(threading.get_ident()), g)[1])
+    x = agrad.ones(3, requires_grad=True)
+    with engine_options(offload="always"):
+        probe.apply(x).sum().backward_sync()
+    assert threads == [threading.get_ident()]
+
+
+def test_an_async_backward_cannot_be_pinned_to_a_thread() -> None:
+    with pytest.raises(TypeError, match="async def backward runs on the event loop"):
+        class Bad(agrad.autograd.Function):
+            offload = True
+
+            @staticmethod
+            def forward(ctx, x):
+                return x
+
+            @staticmethod
+            async def backward(ctx, g):
+                return g
+
+
+async def test_built_in_nodes_estimate_their_work() -> None:
+    # Elementwise: gradient plus saved tensors; matrix products: FLOPs (Note [Offload threshold]).
+    x = agrad.ones(1000, requires_grad=True)
+    assert (x * 2.0).grad_fn._work == 1000 + 1  # the gradient, the saved constant
+    assert x.exp().grad_fn._work == 2000  # the gradient, the saved output
+    assert (x + 1.0).grad_fn._work == 1000  # nothing saved
+    w = agrad.ones(512, 512, requires_grad=True)
+    assert (w @ w).grad_fn._work == 512 * 512 * 512 // 8
+    with engine_options() as options:
+        assert (w @ w).grad_fn._work >= options.offload_threshold > x.exp().grad_fn._work
+
+
+# -- kernels overlap ---------------------------------------------------------------------------------------
+async def test_independent_branches_run_their_kernels_at_the_same_time(interop_threads: Any) -> None:
+    interop_threads(2)
+    barrier = threading.Barrier(2, timeout=WAIT)  # each kernel waits for the other: both must be running
+
+    def meet(ctx: Any, g: agrad.Tensor) -> agrad.Tensor:
+        barrier.wait()
+        return g * 2.0
+
+    branch = probe_class(True, meet)
+    x = agrad.ones(4, requires_grad=True)
+    loss = branch.apply(x * 1.0).sum() + branch.apply(x * 3.0).sum()
+    await loss.backward()
+    assert x.grad.tolist() == [8.0] * 4
+
+
+async def test_loop_runs_other_nodes_and_tasks_while_a_kernel_runs() -> None:
+    # The kernel in a thread waits for two things only the loop can do meanwhile:
+    # run an inline node of the same backward (its hook sets node_ran), and run an
+    # unrelated task (which sets task_ran).
+    node_ran, task_ran = threading.Event(), threading.Event()
+    seen: list[bool] = []
+
+    def slow(ctx: Any, g: agrad.Tensor) -> agrad.Tensor:
+        seen.append(node_ran.wait(WAIT) and task_ran.wait(WAIT))
+        return g
+
+    x = agrad.ones(3, requires_grad=True)
+    other = x * 5.0  # created first: lower sequence number, popped after the slow node
+    other.register_hook(lambda g: node_ran.set())
+    loss = probe_class(True, slow).apply(x * 1.0).sum() + other.sum()
+
+    async def unrelated() -> None:
+        await anyio.sleep(0.01)
+        task_ran.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(unrelated)
+        await loss.backward()
+    assert seen == [True]
+    assert x.grad.tolist() == [6.0] * 3
+
+
+async def test_a_small_backward_gets_a_slot_before_a_huge_one_finishes(interop_threads: Any) -> None:
+    # One worker, so two kernel slots (Note [Kernel slots]).  The huge backward has
+    # 16 branches of 5 ms kernels and is in line for slots when the small one asks;
+    # slots are handed out in order, so the small one finishes after a few of the
+    # huge one's kernels, not after all of them.
+    interop_threads(1)
+    started = threading.Event()
+
+    def nap(ctx: Any, g: agrad.Tensor) -> agrad.Tensor:
+        started.set()
+        time.sleep(0.005)
+        return g
+
+    slow = probe_class(True, nap)
+    x = agrad.ones(2, requires_grad=True)
+    huge = sum((slow.apply(x * float(i)).sum() for i in range(16)), agrad.tensor(0.0))
+    y = agrad.ones(2, requires_grad=True)
+    small = slow.apply(y * 1.0).sum()
+    order: list[str] = []
+
+    async def run_huge() -> None:
+        await huge.backward()
+        order.append("huge")
+
+    async def run_small() -> None:
+        await set_in_a_thread(started)
+        await small.backward()
+        order.append("small")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_huge)
+        tg.start_soon(run_small)
+    assert order == ["small", "huge"]
+    assert x.grad.tolist() == [120.0, 120.0] and y.grad.tolist() == [1.0, 1.0]
+    await pool_is_idle()
+
+
+# -- failures and cancellation with kernels in threads -------------------------------------------------
+async def test_a_failing_thread_kernel_is_named_and_waits_for_its_siblings() -> None:
+    sibling_done = threading.Event()
+
+    def fail(ctx: Any, g: agrad.Tensor) -> agrad.Tensor:
+        raise ValueError("kernel failed in a thread")
+
+    def sibling(ctx: Any, g: agrad.Tensor) -> agrad.Tensor:
+        time.sleep(0.05)
+        sibling_done.set()
+        return g
+
+    class Fails(agrad.autograd.Function):
+        offload = True
+        forward = staticmethod(lambda ctx, x: x * 1.0)
+        backward = staticmethod(fail)
+
+    x = agrad.ones(3, requires_grad=True)
+    x.grad = agrad.full((3,), 7.0)
+    failing = Fails.apply(x * 2.0).sum()
+    # Recorded later, so popped first: the sibling is in its thread when the failure lands.
+    loss = failing + probe_class(True, sibling).apply(x * 1.0).sum()
+    with pytest.raises(ValueError, match="kernel failed in a thread") as info:
+        await loss.backward()
+    assert any("FailsBackward" in note for note in info.value.__notes__)
+    assert sibling_done.is_set()  # Note [Kernels of a stopped task]
+    assert x.grad.tolist() == [7.0] * 3
+    await pool_is_idle()
+
+
+async def test_cancelled_while_a_kernel_runs_waits_for_it_and_changes_nothing() -> None:
+    in_kernel, kernel_done = threading.Event(), threading.Event()
+
+    def slow(ctx: Any, g: agrad.Tensor) -> agrad.Tensor:
+        in_kernel.set()
+        time.sleep(0.05)
+        kernel_done.set()
+        return g * 2.0
+
+    x = agrad.ones(3, requires_grad=True)
+    loss = probe_class(True, slow).apply(x * 1.0).sum() + (x * 3.0).sum()
+    refs = [weakref.ref(loss.grad_fn)]
+    with anyio.CancelScope() as scope:
+        async with anyio.create_task_group() as tg:
+            async def cancel_when_in_kernel() -> None:
+                await set_in_a_thread(in_kernel)
+                scope.cancel()
+
+            tg.start_soon(cancel_when_in_kernel)
+            await loss.backward(retain_graph=True)
+    assert scope.cancelled_caught
+    assert kernel_done.is_set()  # the backward returned only after its kernel did
+    assert x.grad is None
+    await pool_is_idle()
+    # The retained graph runs again, all of it.
+    await loss.backward()
+    assert x.grad.tolist() == [5.0] * 3
+    del loss
+    gc.collect()
+    assert [r for r in refs if r() is not None] == []
+
+
+# -- lifecycle ------------------------------------------------------------------------------------------------
+async def test_one_pool_per_loop_created_on_first_use() -> None:
+    pool = current_pool()
+    assert current_pool() is pool
+    x = agrad.ones(3, requires_grad=True)
+    with engine_options(offload="always"):
+        await (x * 2.0).sum().backward()
+    assert current_pool() is pool
+    await pool_is_idle()
+
+
+def _agrad_threads() -> set[threading.Thread]:
+    return set(threading.enumerate())
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_no_thread_outlives_its_loop(loop: str) -> None:
+    before = _agrad_threads()
+    pools = []
+
+    async def main() -> None:
+        x = agrad.randn(64, 64, requires_grad=True)
+        loss = (x @ x).tanh().sum() + x.exp().sum()
+        with engine_options(offload="always"):
+            await loss.backward()
+        pools.append(current_pool())
+        assert threading.active_count() > len(before)  # kernels did use threads
+
+    for _ in range(2):
+        (uvloop.run if loop == "uvloop" else asyncio.run)(main())
+        assert _agrad_threads() == before  # the loop's executor was shut down with it
+    assert pools[0] is not pools[1]  # a pool per loop
+
+
+async def test_an_offloaded_graph_is_garbage_once_dropped() -> None:
+    x = agrad.randn(16, requires_grad=True)
+    y = x
+    refs = []
+    for _ in range(20):
+        y = (y * 1.5).sin()
+        refs.append(weakref.ref(y.grad_fn))
+    loss = y.sum()
+    with engine_options(offload="always"):
+        await loss.backward()
+    del y, loss
+    gc.collect()
+    assert [r for r in refs if r() is not None] == []
+    assert x.grad is not None
+
+
+# -- results do not depend on where kernels ran ---------------------------------------------------------
+@pytest.mark.parametrize("create_graph", [False, True])
+async def test_offloaded_and_inline_backwards_agree(create_graph: bool, rng: np.random.Generator) -> None:
+    w_data, h_data = rng.standard_normal((5, 4)), rng.standard_normal((3, 4))
+    results: dict[str, list[np.ndarray]] = {}
+    for mode in ("never", "always"):
+        w, h = agrad.tensor(w_data, requires_grad=True), agrad.tensor(h_data)
+        loss = ((h @ w.mT).tanh() * (h @ w.mT).sigmoid()).sum() + w.pow(2).sum()
+        with engine_options(offload=mode):
+            (g,) = await agrad.autograd.grad(loss, w, create_graph=create_graph)
+            results[mode] = [g.detach().numpy().copy()]
+            if create_graph:
+                (gg,) = await agrad.autograd.grad(g.sum(), w)
+                results[mode].append(gg.numpy().copy())
+    assert len(results["never"]) == len(results["always"]) == 1 + create_graph
+    for a, b in zip(results["never"], results["always"]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+# -- options ---------------------------------------------------------------------------------------------------
+async def test_engine_options_nest_and_are_per_task() -> None:
+    from agrad._engine._options import current_options
+    default = current_options()
+    seen: dict[str, Any] = {}
+
+    async def beside() -> None:
+        await anyio.sleep(0.01)
+        seen["beside"] = current_options()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(beside)  # started outside the block: keeps the defaults
+        with engine_options(time_slice=0.001, offload="never") as outer:
+            assert outer.time_slice == 0.001 and outer.offload == "never"
+            with engine_options(offload_threshold=5) as inner:
+                assert (inner.time_slice, inner.offload, inner.offload_threshold) == (0.001, "never", 5)
+            assert current_options() == outer
+            await anyio.sleep(0.02)
+    assert current_options() == default
+    assert seen["beside"] == default
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"time_slice": 0}, "time_slice must be a positive"),
+    ({"time_slice": -1.0}, "time_slice must be a positive"),
+    ({"offload": "sometimes"}, "offload must be one of"),
+    ({"offload_threshold": -1}, "offload_threshold must be a non-negative int"),
+    ({"offload_threshold": 1.5}, "offload_threshold must be a non-negative int"),
+])
+def test_engine_options_reject_bad_values(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(ValueError, match=match), engine_options(**kwargs):
+        pass
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, True])
+def test_set_num_interop_threads_rejects_bad_values(bad: Any, interop_threads: Any) -> None:
+    with pytest.raises(RuntimeError, match="Expected positive number of threads"):
+        interop_threads(bad)
+
+
+def test_interop_threads_default_to_usable_cpus(interop_threads: Any) -> None:
+    assert agrad.get_num_interop_threads() >= 1
+    interop_threads(3)
+    assert agrad.get_num_interop_threads() == 3
