@@ -134,7 +134,7 @@ class GraphTask:
         # Kernels in threads (Note [Offloaded kernels]): results land in the inbox
         # (appended by the kernel's thread); the rest belongs to the KernelPool and
         # is touched on the loop's thread only.
-        self._inbox: deque[tuple[Node, list[Any], Sequence[Any] | None, BaseException | None]] = deque()
+        self._inbox: deque[tuple[list[tuple[Node, list[Any], list[Any]]], tuple[Node, BaseException] | None]] = deque()
         self._outstanding = 0  # kernels started whose end the loop has not yet heard of
         self._slot_granted = False  # See Note [Kernel slots]
         self._in_line = False
@@ -278,11 +278,12 @@ class GraphTask:
     # the loop's thread.  A kernel large enough (Note [Offload threshold]) is
     # handed to a thread (``Offload``); the loop goes on with other ready nodes
     # of this task, and the other tasks get the loop whenever this one waits.
-    # The thread appends ``(node, inputs, outputs, exception)`` to ``_inbox``,
-    # which the loop drains before it pops the next ready node, so finished
-    # kernels unlock their successors first.  The kernel runs in a copy of the
-    # context taken when it is handed over, so it records under this task's
-    # grad mode (``create_graph``) and sees this task as the current one.
+    # The thread appends ``(steps, failure)`` to ``_inbox``: ``(node, inputs,
+    # outputs)`` per node it ran, and the node that raised, if one did.  The
+    # loop drains the inbox before it pops the next ready node, so finished
+    # kernels unlock their successors first.  Kernels run in a copy of the
+    # context taken when they are handed over, so they record under this
+    # task's grad mode (``create_graph``) and see this task as the current one.
     # Note [Offload threshold]
     # ~~~~~~~~~~~~~~~~~~~~~~~~
     # Sending a kernel to a thread and hearing back costs a round trip: the
@@ -317,14 +318,18 @@ class GraphTask:
         parked: Offload | None = None  # a kernel waiting for a slot
         while True:
             if inbox:
-                node, inputs, outputs, exc = inbox.popleft()
-                try:
-                    if exc is not None:
-                        raise exc
-                    self._complete(node, inputs, outputs, keep_graph, check_nan)  # type: ignore[arg-type]
-                except Exception as e:
-                    _annotate(e, node)
-                    raise
+                steps, failure = inbox.popleft()
+                if failure is not None:
+                    _annotate(failure[1], failure[0])
+                    raise failure[1]
+                last = len(steps) - 1
+                for i, (node, inputs, outputs) in enumerate(steps):
+                    try:
+                        self._complete(node, inputs, outputs, keep_graph, check_nan,
+                                       fused=steps[i + 1][0] if i < last else None)
+                    except Exception as exc:
+                        _annotate(exc, node)
+                        raise
             elif parked is not None:
                 if (yield parked):
                     parked = None
@@ -365,29 +370,85 @@ class GraphTask:
                 deadline = _clock() + time_slice  # type: ignore[operator]
 
     def _complete(self, node: Node, inputs: list[Any], outputs: Sequence[Any], keep_graph: bool,
-                  check_nan: bool) -> None:
-        """After a node's kernel: post hooks, release saved tensors, route (loop thread)."""
+                  check_nan: bool, fused: Node | None = None) -> None:
+        """After a node's kernel: post hooks, release saved tensors, route (loop thread).
+
+        ``fused`` is the successor that already ran after it in the same thread
+        (Note [Offloaded chains]): its one dependency is met, there is nothing
+        to route.
+        """
         if node._post_hooks is not None:
             outputs = self._post_hooks(node, inputs, outputs)
         if not keep_graph:
             node.release_variables()
         if check_nan:
             _check_nan(node, outputs)
-        if outputs:
+        if fused is not None:
+            del self.dependencies[fused]
+        elif outputs:
             self.route(node, outputs)
 
+    # Note [Offloaded chains]
+    # ~~~~~~~~~~~~~~~~~~~~~~~
+    # Each trip to a thread and back costs a round trip (Note [Offload
+    # threshold]) and wakes the loop, whose bookkeeping then holds the GIL while
+    # the workers wait for it to run the Python between their numpy calls.  So
+    # a kernel handed to a thread takes along the straight chain below it: as
+    # long as the node just added has exactly one outgoing edge, to a node that
+    # nothing else feeds (its dependency count is 1 and no gradient waits in its
+    # buffer), and neither has hooks, retains grad or is pinned to the loop, the
+    # successor's kernel runs right after, in the same thread, on the gradient
+    # just computed.  The loop later does each node's bookkeeping in order, as
+    # if it had run them one by one; only the order relative to other ready
+    # nodes changes (a chain runs as soon as its head does), which PyTorch's
+    # ordering uses for memory, not for results.  Independent branches of a
+    # graph become one job each, and a deep chain one job per ``_CHAIN_WORK``
+    # elements, which also bounds how long a cancelled task waits for its last
+    # job.  A task restricted by ``inputs=``/``grad()`` (``exec_info``) runs its
+    # kernels one by one.
+    def _chain(self, head: Node) -> list[Node]:
+        """``head`` and the nodes that can run after it in the same job."""
+        chain = [head]
+        if self.exec_info is not None:
+            return chain
+        deps, not_ready = self.dependencies, self.not_ready
+        node, work = head, head._work
+        while node._post_hooks is None and len(chain) < _CHAIN_NODES:
+            edges = [e for e in node.next_edges if e is not None]
+            if len(edges) != 1:
+                break
+            nxt = edges[0][0]
+            work += nxt._work
+            if (deps.get(nxt) != 1 or nxt in not_ready or nxt.offload is False or work > _CHAIN_WORK
+                    or nxt._tensor_pre_hooks is not None or nxt._pre_hooks is not None
+                    or nxt._retains_grad is not None):
+                break
+            chain.append(nxt)
+            node = nxt
+        return chain
+
     def _job(self, node: Node, inputs: list[Any]) -> Callable[[], None]:
-        """``node``'s kernel as a thread job; see Note [Offloaded kernels]."""
+        """The thread job running ``node``'s kernel and its chain (Notes
+        [Offloaded kernels], [Offloaded chains])."""
+        chain = self._chain(node)
         ctx = contextvars.copy_context()
         inbox = self._inbox
 
         def job() -> None:
-            try:
-                outputs = ctx.run(_kernel, node, inputs, self)
-            except BaseException as exc:  # handed to the loop, raised there
-                inbox.append((node, inputs, None, exc))
-            else:
-                inbox.append((node, inputs, outputs, None))
+            steps: list[tuple[Node, list[Any], list[Any]]] = []
+            grads = inputs
+            for n in chain:
+                try:
+                    outputs = ctx.run(_kernel, n, grads, self)
+                except BaseException as exc:  # handed to the loop, raised there
+                    inbox.append((steps, (n, exc)))
+                    return
+                steps.append((n, grads, outputs))
+                for g, edge in zip(outputs, n.next_edges):  # the one edge, to the next in the chain
+                    if edge is not None:
+                        grads = [None] * len(edge[0]._input_meta)
+                        grads[edge[1]] = g
+            inbox.append((steps, None))
 
         return job
 
@@ -436,11 +497,7 @@ class GraphTask:
         all ops) and cast to its dtype, as PyTorch's ``validate_outputs`` does.
         """
         edges = node.next_edges
-        if len(outputs) != len(edges):
-            raise RuntimeError(
-                f"function {node.name()} returned an incorrect number of gradients "
-                f"(expected {len(edges)}, got {len(outputs)})"
-            )
+        _check_count(node, outputs)
         deps = self.dependencies
         not_ready = self.not_ready
         for i, edge in enumerate(edges):
@@ -539,16 +596,30 @@ def _nothing() -> None:
     pass
 
 
+# A job's chain ends after this many nodes or elements of work (Note [Offloaded chains]).
+_CHAIN_NODES = 64
+_CHAIN_WORK = 1 << 24
+
+
 def _kernel(node: Node, inputs: list[Any], task: GraphTask) -> list[Any]:
     """A node's kernel, run in a thread (Note [Offloaded kernels]): its gradients,
     already conformed to the inputs they flow to, so routing them costs the loop
     no array work."""
     outputs = list(node.apply(inputs, task))
+    _check_count(node, outputs)
     for i, (g, edge) in enumerate(zip(outputs, node.next_edges)):
         if g is not None and edge is not None:
             shape, dtype = edge[0]._input_meta[edge[1]]
             outputs[i] = _conform(g, shape, dtype, node, i)
     return outputs
+
+
+def _check_count(node: Node, outputs: Sequence[Any]) -> None:
+    if len(outputs) != len(node.next_edges):
+        raise RuntimeError(
+            f"function {node.name()} returned an incorrect number of gradients "
+            f"(expected {len(node.next_edges)}, got {len(outputs)})"
+        )
 
 
 def _conform(g: Tensor, shape: tuple[int, ...], dtype: np.dtype, node: Node, index: int) -> Tensor:

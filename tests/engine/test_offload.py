@@ -24,7 +24,7 @@ import pytest
 import uvloop
 
 import agrad
-from agrad._engine._pool import current_pool
+from agrad._engine._pool import KernelPool, current_pool
 from agrad.autograd.graph import engine_options
 from tests.engine._models import WAIT, pool_is_idle
 
@@ -365,3 +365,70 @@ def test_interop_threads_default_to_usable_cpus(interop_threads: Any) -> None:
     assert agrad.get_num_interop_threads() >= 1
     interop_threads(3)
     assert agrad.get_num_interop_threads() == 3
+
+
+# -- chains of kernels in one job (Note [Offloaded chains]) --------------------------------------------------
+def count_jobs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the jobs kernel pools start."""
+    started = [0]
+    offload = KernelPool.offload
+
+    def counting(self: KernelPool, task: Any, job: Any) -> bool:
+        ok = offload(self, task, job)
+        started[0] += ok
+        return ok
+
+    monkeypatch.setattr(KernelPool, "offload", counting)
+    return started
+
+
+async def test_a_straight_chain_runs_as_one_job_and_hooks_or_grad_split_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    def chain(hook_at: int | None = None) -> tuple[agrad.Tensor, agrad.Tensor]:
+        x = agrad.tensor([1.0, 2.0], dtype=agrad.float64, requires_grad=True)
+        y = x * 1.0
+        for i in range(10):  # ten nodes, each with one edge to a node nothing else feeds
+            y = y * 2.0 if i % 2 else (y + 1.0).sin()
+            if i == hook_at:
+                y.register_hook(lambda g: g * 3.0)
+        return x, y.sum()
+
+    with engine_options(offload="always"):
+        started = count_jobs(monkeypatch)
+        x, loss = chain()
+        await loss.backward()
+        # SumBackward heads the job; the AccumulateGrad at the end is pinned to the loop.
+        assert started[0] == 1
+        expected = x.grad.numpy().copy()
+
+        started[0] = 0
+        x, loss = chain(hook_at=4)
+        await loss.backward()
+        assert started[0] == 2  # the hooked node starts a new job, after its hook ran on the loop
+        np.testing.assert_allclose(x.grad.numpy(), 3.0 * expected, rtol=1e-15)
+
+        started[0] = 0
+        x, loss = chain()
+        (g,) = await agrad.autograd.grad(loss, x)
+        assert started[0] == 17  # inputs= / grad(): one job per node (all but the AccumulateGrad)
+        np.testing.assert_allclose(g.numpy(), expected, rtol=1e-15)
+
+
+async def test_a_failure_inside_a_chain_names_its_node() -> None:
+    class Fails(agrad.autograd.Function):
+        offload = True
+
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            raise ArithmeticError("failed in the middle of a chain")
+
+    x = agrad.ones(3, requires_grad=True)
+    loss = ((Fails.apply(x.exp() * 2.0) + 1.0) * 3.0).sum()
+    with engine_options(offload="always"), pytest.raises(ArithmeticError) as info:
+        await loss.backward()
+    assert any("FailsBackward" in note for note in info.value.__notes__)
+    assert x.grad is None
+    await pool_is_idle()
