@@ -1,34 +1,50 @@
-"""Engine benchmarks: what awaiting a backward buys and costs, next to its blocking twin.
+"""Engine benchmarks: how agrad schedules a backward, next to its own alternatives and a numpy limit.
 
-Three measurements, in one process:
+Five measurements, in one process, each printed as a table:
 
-* **responsiveness** — a 1 ms ticker task (``await asyncio.sleep(0.001)`` in
-  a loop, recording how late each tick wakes) runs on the event loop while
-  one backward of about two seconds of kernel work runs on the same loop,
-  (a) awaited (``await loss.backward()``), (b) blocking
-  (``loss.backward_sync()`` called inside the coroutine).  The workload is a
-  residual chain ``h = h + tanh(h @ W_i) * 0.1`` on (512, 512) float32 arrays
-  (eight weights used in turn), its length calibrated on this machine so the
-  backward takes about two seconds.  Reported: ticker lateness p50 / p99 /
-  max over the ticks due while the backward ran (medians over repeats), the
-  backward's wall time, and, from a separate instrumented pass, the longest
-  single node step (node + routing of its gradients).  Kernels currently run
-  inline on the loop, so one step longer than the time slice bounds the
-  lateness from below; kernel offload to threads is not built yet.  An idle
-  ticker (no backward) gives the loop's floor.
-* **concurrent throughput** — 64 independent MLP backwards (256-256-10,
-  ReLU, cross-entropy, batch 32, each its own parameters and graph; the
-  forwards are built untimed) awaited together in one task group, vs awaited
-  one after another, vs the blocking twin one after another.
-* **per-node overhead** — bench_core's 4000-node chain on (1,) arrays,
-  awaited vs blocking: the scheduler (time-slice checks) should cost nothing.
+* **responsiveness** — a 1 ms ticker task (``await asyncio.sleep(0.001)`` in a
+  loop, recording how late each tick wakes) runs on the event loop while one
+  backward of about two seconds of kernels runs on the same loop: awaited with
+  the default scheduling (big kernels offloaded), awaited with every kernel
+  inline (``offload="never"``), and the blocking twin called inside the
+  coroutine (the same backward run synchronously on the loop); and awaited
+  with BLAS limited to one thread per kernel (threadpoolctl), since an
+  offloaded matmul otherwise runs BLAS's threads on every core, where the
+  loop needs one too.  The workload
+  is a residual chain ``h = h + tanh(h @ W_i) * 0.1`` on (512, 512) float32
+  arrays, its length calibrated so the backward takes about two seconds.
+  Reported: lateness p50 / p99 / max of the ticks due while the backward ran
+  (medians over samples), and the backward's wall time.
+* **parallel branches** — a (2**20,) float32 leaf feeds 16 independent
+  branches of elementwise ops, summed: agrad awaited with offload (default)
+  against agrad forced inline, and the same backward written by hand in numpy,
+  run serially and with the branches split over two threads (what this
+  machine gives two threads on these kernels: the limit).  Two branch bodies:
+  ``sin``/``tanh``/multiply (partly memory-bound) and ``x*x``/``pow``/``sin``
+  (compute-bound).  Each sample builds a fresh forward, untimed.
+* **concurrent throughput** — 64 independent MLP backwards (ReLU,
+  cross-entropy, each its own parameters and graph; forwards built untimed)
+  awaited together in one task group (default scheduling, and all inline),
+  against the same 64 awaited one after another and run blocking one after
+  another; a small MLP (256-256-10, batch 32: every kernel below the offload
+  threshold) and a medium one (512-512-512-10, batch 128: its matmuls above).
+* **per-node overhead** — bench_core's 4000-node chain on (1,) arrays, awaited
+  and blocking: the scheduler (slice checks, offload decisions) should cost
+  nothing on small nodes, which all run inline.
+* **offload threshold** — the cost of sending one node to a thread and back:
+  30 unary nodes (``sin``, ``* 0.9``, ``tanh`` in turn) on arrays of 2**15 to
+  2**22 elements, backward through ``agrad.autograd.grad`` (which runs one
+  node per job, Note [Offloaded chains]), inline against every node
+  offloaded, for one chain and for two independent chains.  This is the
+  measurement behind the default threshold (Note [Offload threshold]).
 
-Throughput and overhead use bench_core's block timing (A B C C B A, per-block
-medians printed); responsiveness alternates the two modes sample by sample
-(A B, B A, ...), each sample on a fresh event loop.  Gradients of the systems
-are checked to agree before timing.
+Throughput, branches and overhead use bench_core's block timing (A B C … C B
+A, per-block medians printed); responsiveness alternates modes sample by
+sample, each sample on a fresh event loop.  Gradients of the systems are
+checked to agree before timing.  ``--plot PATH`` also draws the figures as a
+PNG (matplotlib).
 
-Run ``python bench/bench_engine.py`` (under two minutes) or ``--quick`` for a
+Run ``python bench/bench_engine.py`` (a few minutes) or ``--quick`` for a
 smoke run; ``--loop uvloop`` runs everything on uvloop.  Nothing here asserts
 on timings.
 """
@@ -37,12 +53,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import functools
 import gc
 import os
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -52,15 +71,53 @@ import bench_core  # noqa: E402  (the shared timing harness and machine header)
 from bench_core import Measurement, System, check_same_gradients, measure  # noqa: E402
 
 import agrad  # noqa: E402
-from agrad._engine._graph_task import TIME_SLICE  # noqa: E402
+from agrad._engine._options import current_options  # noqa: E402
+from agrad.autograd.graph import engine_options  # noqa: E402
 
 _clock = time.perf_counter
+
+
+def _awaited(label: str, build: Callable[[], agrad.Tensor], offload: str = "auto") -> System:
+    """A system awaiting ``build()``'s backward with the given offload mode."""
+
+    async def sample() -> float:
+        loss = build()
+        with engine_options(offload=offload):
+            t0 = _clock()
+            await loss.backward()
+            return _clock() - t0
+
+    return System(label, sample, is_async=True)
+
+
+def _blocking(label: str, build: Callable[[], agrad.Tensor]) -> System:
+    def sample() -> float:
+        loss = build()
+        t0 = _clock()
+        loss.backward_sync()
+        return _clock() - t0
+
+    return System(label, sample)
+
 
 # -- 1. event-loop responsiveness ----------------------------------------------------------
 
 TICK = 0.001
 WIDTH = 512  # h is (WIDTH, WIDTH), every W_i is (WIDTH, WIDTH)
 N_WEIGHTS = 8
+# mode -> (offload, BLAS threads or None for BLAS's own default); blocking: offload None.
+RESP_MODES: dict[str, tuple[str | None, int | None]] = {
+    "await": ("auto", None), "await, BLAS 1 thread": ("auto", 1),
+    "await, inline": ("never", None), "blocking": (None, None),
+}
+
+
+def _blas_threads(n: int | None) -> Any:
+    """Limit BLAS's own threads to ``n`` inside the block (threadpoolctl); None: as configured."""
+    if n is None:
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+    return threadpool_limits(limits=n, user_api="blas")
 
 
 def _weights(seed: int = 0) -> list[agrad.Tensor]:
@@ -71,8 +128,8 @@ def _weights(seed: int = 0) -> list[agrad.Tensor]:
 
 def _residual_chain(weights: Sequence[agrad.Tensor], blocks: int) -> agrad.Tensor:
     """``h = h + tanh(h @ W_i) * 0.1`` ``blocks`` times; per block the backward runs one
-    MmBackward (two 512^3 matmuls), TanhBackward, MulBackward, AddBackward and a
-    buffer sum where the residual meets the branch."""
+    MmBackward (two 512^3 matmuls: offloaded by default), TanhBackward, MulBackward,
+    AddBackward and a buffer sum where the residual meets the branch (inline)."""
     rng = np.random.default_rng(1)
     h = agrad.from_numpy(rng.standard_normal((WIDTH, WIDTH)).astype(np.float32))
     for i in range(blocks):
@@ -95,30 +152,13 @@ def _calibrate(target: float) -> int:
 
 
 def _graph_nodes(loss: agrad.Tensor) -> list[Any]:
-    root = loss.grad_fn
-    assert root is not None
-    seen, stack = {root}, [root]
+    seen, stack = {loss.grad_fn}, [loss.grad_fn]
     while stack:
-        fn = stack.pop()
-        for edge in fn.next_edges:
+        for edge in stack.pop().next_edges:
             if edge is not None and edge[0] not in seen:
                 seen.add(edge[0])
                 stack.append(edge[0])
     return list(seen)
-
-
-def node_steps(blocks: int) -> list[tuple[float, str]]:
-    """One instrumented blocking backward: (duration, node name) of every node step.
-    A step is measured from one node's pre-hook to the next one's, so it includes
-    the node's routing (buffer sums) and the engine's bookkeeping."""
-    loss = _residual_chain(_weights(), blocks)
-    stamps: list[tuple[float, str]] = []
-    for fn in _graph_nodes(loss):
-        fn.register_prehook(lambda grads, name=fn.name(): stamps.append((_clock(), name)))
-    gc.collect()
-    loss.backward_sync()
-    times = [t for t, _ in stamps] + [_clock()]
-    return [(times[i + 1] - times[i], stamps[i][1]) for i in range(len(stamps))]
 
 
 async def _ticker(ticks: list[tuple[float, float]], stop: asyncio.Event) -> None:
@@ -139,14 +179,17 @@ async def _ticked(mode: str, blocks: int) -> tuple[float, list[float]]:
     stop = asyncio.Event()
     ticker = asyncio.create_task(_ticker(ticks, stop))
     await asyncio.sleep(0.02)  # ticker in its steady state
-    t0 = _clock()
-    if mode == "await":
-        await loss.backward()  # type: ignore[union-attr]
-    elif mode == "blocking":
-        loss.backward_sync()  # type: ignore[union-attr]
-    else:
-        await asyncio.sleep(0.3)
-    t1 = _clock()
+    offload, blas = RESP_MODES.get(mode, (None, None))
+    with _blas_threads(blas):
+        t0 = _clock()
+        if mode == "idle":
+            await asyncio.sleep(0.3)
+        elif offload is None:
+            loss.backward_sync()  # type: ignore[union-attr]
+        else:
+            with engine_options(offload=offload):  # type: ignore[arg-type]
+                await loss.backward()  # type: ignore[union-attr]
+        t1 = _clock()
     await asyncio.sleep(0.01)  # the tick delayed by the backward lands
     stop.set()
     await ticker
@@ -158,28 +201,30 @@ def _pct(xs: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(xs), q)) if xs else float("nan")
 
 
-def responsiveness(target: float, repeats: int) -> None:
-    blocks = _calibrate(target)
-    probes = [node_steps(blocks) for _ in range(2)]  # also the blocking mode's warm-up
-    n_nodes = len(probes[0])
-    longest = statistics.median(max(p)[0] for p in probes)
-    p99_step = statistics.median(_pct([d for d, _ in p], 99) for p in probes)
-    by_kind: dict[str, list[float]] = {}
-    for d, name in probes[0]:
-        by_kind.setdefault(name, []).append(d)
-    kinds = sorted(((statistics.median(v), k) for k, v in by_kind.items()), reverse=True)[:3]
+def _has_threadpoolctl() -> bool:
+    try:
+        import threadpoolctl  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
-    modes = ("await", "blocking")
+
+def responsiveness(target: float, repeats: int, new_loop: Callable[[], asyncio.Runner]) -> dict[str, Any]:
+    if not _has_threadpoolctl():
+        RESP_MODES.pop("await, BLAS 1 thread")
+        print("  (threadpoolctl not installed: no 'await, BLAS 1 thread' mode; pip install -e '.[bench]')")
+    blocks = _calibrate(target)
+    nodes = _graph_nodes(_residual_chain(_weights(), blocks))
+    threshold = current_options().offload_threshold
+    offloaded = sum(1 for n in nodes if n.offload is None and n._work >= threshold)
+    modes = list(RESP_MODES)
     stats: dict[str, list[tuple[float, float, float, float, int]]] = {m: [] for m in (*modes, "idle")}
-    with asyncio.Runner() as runner:
+    with new_loop() as runner:
         runner.run(_ticked("idle", 0))
-        runner.run(_ticked("await", blocks))  # warm-up (the probes warmed the blocking mode)
-        for i in range(repeats + 1):
-            for m in (modes if i % 2 == 0 else modes[::-1]) + ("idle",):
-                if m != "idle" and i == repeats:
-                    continue
-                if m == "idle" and i % 2:
-                    continue
+        for m in modes:  # warm-up
+            runner.run(_ticked(m, blocks))
+        for i in range(repeats):
+            for m in (modes if i % 2 == 0 else modes[::-1]) + (["idle"] if i % 2 == 0 else []):
                 wall, late = runner.run(_ticked(m, blocks))
                 stats[m].append((wall, _pct(late, 50), _pct(late, 99), max(late, default=float("nan")),
                                  len(late)))
@@ -187,48 +232,158 @@ def responsiveness(target: float, repeats: int) -> None:
     def med(m: str, k: int) -> float:
         return statistics.median(s[k] for s in stats[m])
 
-    print(f"responsiveness: 1 ms ticker during one backward of {n_nodes} nodes "
-          f"({blocks} residual blocks on ({WIDTH},{WIDTH}) float32)  "
+    print(f"responsiveness: 1 ms ticker during one backward of {len(nodes)} nodes ({offloaded} above the "
+          f"offload threshold) ({blocks} residual blocks on ({WIDTH},{WIDTH}) float32)  "
           f"[ms, median of {repeats} samples per mode]")
-    print(f"  time slice {TIME_SLICE * 1e3:.1f} ms; node steps (instrumented blocking pass, median of 2): "
-          f"p99 {p99_step * 1e3:.2f} ms, longest {longest * 1e3:.2f} ms; median step by kind: "
-          + ", ".join(f"{k} {v * 1e3:.2f}" for v, k in kinds))
-    print(f"  {'mode':<16}{'backward':>10}{'ticks':>7}{'late p50':>10}{'late p99':>10}{'late max':>10}")
-    for m, label in (("await", "agrad await"), ("blocking", "agrad blocking"), ("idle", "idle loop")):
+    print(f"  time slice {current_options().time_slice * 1e3:.1f} ms, offload threshold {threshold} elements")
+    print(f"  {'mode':<18}{'backward':>10}{'ticks':>7}{'late p50':>10}{'late p99':>10}{'late max':>10}")
+    for m in (*modes, "idle"):
+        label = {"blocking": "blocking (sync)", "idle": "idle loop"}.get(m, "agrad " + m)
         wall_ms = "-" if m == "idle" else f"{med(m, 0) * 1e3:.0f}"
-        print(f"  {label:<16}{wall_ms:>10}{med(m, 4):>7.0f}{med(m, 1) * 1e3:>10.3f}"
+        print(f"  {label:<18}{wall_ms:>10}{med(m, 4):>7.0f}{med(m, 1) * 1e3:>10.3f}"
               f"{med(m, 2) * 1e3:>10.3f}{med(m, 3) * 1e3:>10.3f}")
-    print(f"  {'blocking/await':<16}{med('blocking', 0) / med('await', 0):>9.2f}x{'':>7}"
-          + "".join(f"{med('blocking', k) / med('await', k):>9.0f}x" for k in (1, 2, 3)))
-    bound = TIME_SLICE + longest
-    print(f"  awaited max lateness / (slice + longest step = {bound * 1e3:.2f} ms): "
-          f"{med('await', 3) / bound:.2f}; worst sample max {max(s[3] for s in stats['await']) * 1e3:.2f} ms")
+    for other in modes[1:]:
+        print(f"  {other + ' / await':<18}{med(other, 0) / med('await', 0):>9.2f}x{'':>7}"
+              + "".join(f"{med(other, k) / med('await', k):>9.1f}x" for k in (1, 2, 3)))
+    print(f"  agrad await: p99 lateness {med('await', 2) * 1e3:.2f} ms (target < 5 ms); worst sample max "
+          f"{max(s[3] for s in stats['await']) * 1e3:.2f} ms")
+    return {m: {"p50": med(m, 1), "p99": med(m, 2), "max": med(m, 3), "wall": med(m, 0)} for m in stats}
 
 
-# -- 2. concurrent throughput ----------------------------------------------------------------
+# -- 2. parallel branches ---------------------------------------------------------------------
 
-N_MLP, MLP_BATCH, MLP_SIZES = 64, 32, (256, 256, 10)
+BRANCH_N, BRANCHES, BRANCH_DEPTH = 1 << 20, 16, 3
 
 
-def _mlp_models(seed: int = 0) -> list[tuple[list[agrad.Tensor], agrad.Tensor, agrad.Tensor]]:
+class Branches:
+    """A leaf feeding ``BRANCHES`` independent branches, each ``BRANCH_DEPTH`` times one body.
+
+    The body exists twice: in agrad ops (``body``), and by hand in numpy as its
+    forward, returning what the backward keeps (``numpy_fwd``), and its backward
+    (``numpy_bwd``), so that numpy runs exactly the kernels agrad's backward runs.
+    """
+
+    def __init__(self, name: str, body: Callable[[agrad.Tensor], agrad.Tensor],
+                 numpy_fwd: Callable[[np.ndarray], tuple[np.ndarray, tuple]],
+                 numpy_bwd: Callable[[np.ndarray, tuple], np.ndarray]) -> None:
+        self.name, self.body, self.numpy_fwd, self.numpy_bwd = name, body, numpy_fwd, numpy_bwd
+        self.x = np.random.default_rng(0).standard_normal(BRANCH_N).astype(np.float32)
+        self.scales = [np.float32(0.5 + 0.05 * b) for b in range(BRANCHES)]
+
+    def agrad_loss(self) -> tuple[agrad.Tensor, agrad.Tensor]:
+        x = agrad.from_numpy(self.x.copy()).requires_grad_()
+        total = agrad.tensor(0.0)
+        for a in self.scales:
+            y = x * float(a)
+            for _ in range(BRANCH_DEPTH):
+                y = self.body(y)
+            total = total + y.sum()
+        return x, total
+
+    def numpy_forward(self) -> list[list[tuple]]:
+        saved = []
+        for a in self.scales:
+            y, kept = self.x * a, []
+            for _ in range(BRANCH_DEPTH):
+                y, keep = self.numpy_fwd(y)
+                kept.append(keep)
+            saved.append(kept)
+        return saved
+
+    def numpy_backward(self, saved: list[list[tuple]], pool: ThreadPoolExecutor | None) -> np.ndarray:
+        """The backward by hand; with ``pool``, the branches split over its threads."""
+        def branch(kept: list[tuple], a: np.float32) -> np.ndarray:
+            g = np.ones(BRANCH_N, np.float32)
+            for keep in reversed(kept):
+                g = self.numpy_bwd(g, keep)
+            return g * a
+
+        parts = pool.map(branch, saved, self.scales) if pool is not None else map(branch, saved, self.scales)
+        total = np.zeros(BRANCH_N, np.float32)
+        for g in parts:
+            total += g
+        return total
+
+    def systems(self, pool: ThreadPoolExecutor) -> tuple[list[System], dict[str, list[np.ndarray]]]:
+        def numpy_system(label: str, threads: ThreadPoolExecutor | None) -> System:
+            def sample() -> float:
+                saved = self.numpy_forward()
+                t0 = _clock()
+                self.numpy_backward(saved, threads)
+                return _clock() - t0
+            return System(label, sample)
+
+        def loss() -> agrad.Tensor:
+            return self.agrad_loss()[1]
+
+        systems = [_awaited("agrad offload", loss), _awaited("agrad inline", loss, "never"),
+                   numpy_system("numpy 2 threads", pool), numpy_system("numpy serial", None)]
+        grads: dict[str, list[np.ndarray]] = {}
+        for label, mode in (("agrad offload", "auto"), ("agrad inline", "never")):
+            x, total = self.agrad_loss()
+            with engine_options(offload=mode):
+                asyncio.run(total.backward())
+            grads[label] = [x.grad.numpy()]  # type: ignore[union-attr]
+        grads["numpy 2 threads"] = [self.numpy_backward(self.numpy_forward(), pool)]
+        grads["numpy serial"] = [self.numpy_backward(self.numpy_forward(), None)]
+        return systems, grads
+
+
+def _sin_tanh_fwd(y: np.ndarray) -> tuple[np.ndarray, tuple]:
+    t = np.tanh(np.sin(y) * np.float32(1.1))
+    return t, (y, t)
+
+
+def _sin_tanh_bwd(g: np.ndarray, keep: tuple) -> np.ndarray:
+    y, t = keep
+    return g * (1 - t * t) * np.float32(1.1) * np.cos(y)
+
+
+def _pow_sin_fwd(y: np.ndarray) -> tuple[np.ndarray, tuple]:
+    v = y * y + np.float32(1.0)
+    u = v ** np.float32(0.75)
+    return np.sin(u), (y, v, u)
+
+
+def _pow_sin_bwd(g: np.ndarray, keep: tuple) -> np.ndarray:
+    y, v, u = keep
+    g = g * np.cos(u) * (np.float32(0.75) * v ** np.float32(-0.25))
+    return g * y + g * y
+
+
+BRANCH_KINDS = (
+    Branches("sin-tanh", lambda y: (y.sin() * 1.1).tanh(), _sin_tanh_fwd, _sin_tanh_bwd),
+    Branches("pow-sin", lambda y: ((y * y + 1.0) ** 0.75).sin(), _pow_sin_fwd, _pow_sin_bwd),
+)
+
+
+# -- 3. concurrent throughput ----------------------------------------------------------------
+
+N_MLP = 64
+# (name, batch, sizes): small kernels (all inline), and matmuls above the offload threshold.
+MLPS = (("small", 32, (256, 256, 10)), ("medium", 128, (512, 512, 512, 10)))
+
+
+def _mlp_models(batch: int, sizes: Sequence[int], seed: int = 0
+                ) -> list[tuple[list[agrad.Tensor], agrad.Tensor, agrad.Tensor]]:
     """N_MLP independent models: each its own parameters, inputs and targets."""
     rng = np.random.default_rng(seed)
     models = []
     for _ in range(N_MLP):
         params = []
-        for fan_in, fan_out in zip(MLP_SIZES[:-1], MLP_SIZES[1:]):
+        for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
             bound = 1.0 / np.sqrt(fan_in)
             params.append(rng.uniform(-bound, bound, (fan_out, fan_in)).astype(np.float32))
             params.append(rng.uniform(-bound, bound, (fan_out,)).astype(np.float32))
-        x = rng.standard_normal((MLP_BATCH, MLP_SIZES[0])).astype(np.float32)
-        y = rng.integers(0, MLP_SIZES[-1], MLP_BATCH).astype(np.int64)
+        x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
+        y = rng.integers(0, sizes[-1], batch).astype(np.int64)
         models.append(([agrad.from_numpy(p).requires_grad_() for p in params],
                        agrad.from_numpy(x), agrad.from_numpy(y)))
     return models
 
 
-def throughput_systems() -> tuple[list[System], dict[str, Sequence[np.ndarray]]]:
-    models = _mlp_models()
+def throughput_systems(batch: int, sizes: Sequence[int]) -> tuple[list[System], dict[str, list[np.ndarray]]]:
+    models = _mlp_models(batch, sizes)
 
     def losses() -> list[agrad.Tensor]:
         for params, _, _ in models:
@@ -236,22 +391,25 @@ def throughput_systems() -> tuple[list[System], dict[str, Sequence[np.ndarray]]]
                 p.grad = None
         return [bench_core._agrad_mlp_loss(params, x, y) for params, x, y in models]
 
-    async def task_group() -> float:
-        ls = losses()
-        t0 = _clock()
-        async with asyncio.TaskGroup() as tg:
-            for loss in ls:
-                tg.create_task(loss.backward())
-        return _clock() - t0
+    def task_group(offload: str) -> Callable[[], Any]:
+        async def sample() -> float:
+            ls = losses()
+            with engine_options(offload=offload):
+                t0 = _clock()
+                async with asyncio.TaskGroup() as tg:
+                    for loss in ls:
+                        tg.create_task(loss.backward())
+                return _clock() - t0
+        return sample
 
-    async def sequential_await() -> float:
+    async def in_turn() -> float:
         ls = losses()
         t0 = _clock()
         for loss in ls:
             await loss.backward()
         return _clock() - t0
 
-    def sequential_blocking() -> float:
+    def blocking_in_turn() -> float:
         ls = losses()
         t0 = _clock()
         for loss in ls:
@@ -259,47 +417,142 @@ def throughput_systems() -> tuple[list[System], dict[str, Sequence[np.ndarray]]]
         return _clock() - t0
 
     systems = [
-        System("task group", task_group, is_async=True),
-        System("await, in turn", sequential_await, is_async=True),
-        System("blocking, in turn", sequential_blocking),
+        System("task group", task_group("auto"), is_async=True),
+        System("task group, inline", task_group("never"), is_async=True),
+        System("await, in turn", in_turn, is_async=True),
+        System("blocking, in turn", blocking_in_turn),
     ]
-
-    def collect() -> list[np.ndarray]:
-        return [p.grad.numpy().copy() for params, _, _ in models for p in params]  # type: ignore[union-attr]
-
-    grads: dict[str, Sequence[np.ndarray]] = {}
+    grads: dict[str, list[np.ndarray]] = {}
     for s in systems:
         if s.is_async:
             asyncio.run(s.sample())  # type: ignore[arg-type]
         else:
             s.sample()
-        grads[s.label] = collect()
+        grads[s.label] = [p.grad.numpy().copy() for params, _, _ in models for p in params]  # type: ignore[union-attr]
     return systems, grads
 
 
-# -- 3. per-node overhead ------------------------------------------------------------------------
+# -- 4. per-node overhead ------------------------------------------------------------------------
 
 
-def chain_systems() -> tuple[list[System], dict[str, Sequence[np.ndarray]]]:
+def chain_systems() -> tuple[list[System], dict[str, list[np.ndarray]]]:
     """bench_core's chain, agrad's two drivers only."""
     systems, grads = bench_core.chain_systems()
     keep = ("agrad await", "agrad blocking")
     return [s for s in systems if s.label in keep], {k: grads[k] for k in keep}
 
 
+# -- 5. the offload threshold --------------------------------------------------------------------
+
+SWEEP_SIZES = tuple(1 << k for k in range(15, 23))
+SWEEP_NODES = 30
+
+
+def _sweep_loss(n: int, chains: int) -> tuple[agrad.Tensor, agrad.Tensor]:
+    x = agrad.from_numpy(np.random.default_rng(0).standard_normal(n).astype(np.float32)).requires_grad_()
+    total = agrad.tensor(0.0)
+    for c in range(chains):
+        y = x * (1.0 + c)
+        for i in range(SWEEP_NODES):
+            y = y.sin() if i % 3 == 0 else (y * 0.9 if i % 3 == 1 else y.tanh())
+        total = total + y.sum()
+    return x, total
+
+
+async def _sweep_sample(n: int, chains: int, offload: str) -> float:
+    x, loss = _sweep_loss(n, chains)
+    gc.collect()
+    with engine_options(offload=offload):
+        t0 = _clock()
+        await agrad.autograd.grad(loss, x)  # one node per job: Note [Offloaded chains]
+        return _clock() - t0
+
+
+def threshold_sweep(repeats: int, new_loop: Callable[[], asyncio.Runner]) -> list[dict[str, float]]:
+    rows = []
+    print(f"offload threshold: {SWEEP_NODES} unary nodes per chain (sin, *0.9, tanh), backward via grad(), "
+          f"every node inline vs every node in a thread  [µs per node, median of {repeats}]")
+    print(f"  {'elements':>9}{'work/node':>11}{'1 chain: inline':>17}{'offload':>9}{'ratio':>7}"
+          f"{'2 chains: inline':>18}{'offload':>9}{'ratio':>7}")
+    with new_loop() as runner:
+        for n in SWEEP_SIZES:
+            row: dict[str, float] = {"elements": n}
+            for chains in (1, 2):
+                samples: dict[str, list[float]] = {"never": [], "always": []}
+                runner.run(_sweep_sample(n, chains, "always"))  # warm-up
+                for i in range(repeats):
+                    for mode in (("never", "always") if i % 2 == 0 else ("always", "never")):
+                        samples[mode].append(runner.run(_sweep_sample(n, chains, mode)))
+                per_node = SWEEP_NODES * chains + 1
+                for mode, t in samples.items():
+                    row[f"{chains}:{mode}"] = statistics.median(t) / per_node
+            rows.append(row)
+            print(f"  {n:>9}{2 * n:>11}" + "".join(
+                f"{row[f'{c}:never'] * 1e6:>{17 if c == 1 else 18}.1f}{row[f'{c}:always'] * 1e6:>9.1f}"
+                f"{row[f'{c}:always'] / row[f'{c}:never']:>7.2f}" for c in (1, 2)))
+    print(f"  (work/node: a unary node's Node._work, its gradient plus one saved tensor; default threshold "
+          f"{current_options().offload_threshold})")
+    return rows
+
+
 # -- report ------------------------------------------------------------------------------------------
 
 
-def format_table(title: str, unit: str, scale: float, results: Sequence[Measurement]) -> str:
-    ref = results[-1].median
+def format_table(title: str, unit: str, scale: float, results: Sequence[Measurement], ref: str) -> str:
+    by = {m.system.label: m for m in results}
     n = sum(len(b) for b in results[0].blocks)
     lines = [f"{title}  [{unit}, median of {n} samples in 2 blocks]",
-             f"  {'system':<20}{'median':>10}{'block 1':>10}{'block 2':>10}{'/ ' + results[-1].system.label:>22}"]
+             f"  {'system':<20}{'median':>10}{'block 1':>10}{'block 2':>10}{'/ ' + ref:>22}"]
     for m in results:
         b1, b2 = (v * scale for v in m.block_medians())
         lines.append(f"  {m.system.label:<20}{m.median * scale:>10.3f}{b1:>10.3f}{b2:>10.3f}"
-                     f"{m.median / ref:>21.3f}x")
+                     f"{m.median / by[ref].median:>21.3f}x")
     return "\n".join(lines)
+
+
+def plot(path: str, resp: dict[str, Any], ratios: dict[str, float], sweep: list[dict[str, float]]) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(15, 4.2))
+    modes = [m for m in resp if m != "idle"] + ["idle"]
+    xs = np.arange(len(modes))
+    for k, (stat, color) in enumerate((("p50", "#9ecae1"), ("p99", "#3182bd"), ("max", "#08519c"))):
+        a.bar(xs + (k - 1) * 0.27, [resp[m][stat] * 1e3 for m in modes], 0.27, label=stat, color=color)
+    a.axhline(5, color="crimson", lw=1, ls="--", label="target p99 (5 ms)")
+    a.set_yscale("log")
+    a.set_xticks(xs, [{"blocking": "blocking\n(sync)", "idle": "idle loop"}.get(m, "agrad\n" + m) for m in modes])
+    a.set_ylabel("1 ms ticker lateness (ms)")
+    a.set_title("Loop responsiveness during a ~2 s backward")
+    a.legend(fontsize=8)
+
+    names = list(ratios)
+    b.barh(np.arange(len(names)), [ratios[k] for k in names],
+           color=["#31a354" if "numpy" not in k else "#a1d99b" for k in names])
+    b.axvline(1.0, color="black", lw=0.8)
+    b.axvline(1.6, color="crimson", lw=1, ls="--", label="target 1.6x")
+    b.set_yticks(np.arange(len(names)), names, fontsize=8)
+    b.invert_yaxis()
+    b.set_xlabel("speed-up (x)")
+    b.set_title("Parallel branches and concurrent throughput")
+    b.legend(fontsize=8)
+
+    sizes = [r["elements"] for r in sweep]
+    for chains, style in ((1, "o-"), (2, "s--")):
+        c.plot(sizes, [r[f"{chains}:always"] / r[f"{chains}:never"] for r in sweep], style,
+               label=f"{chains} chain{'s' if chains > 1 else ''}")
+    c.axhline(1.0, color="black", lw=0.8)
+    c.axvline(current_options().offload_threshold / 2, color="crimson", lw=1, ls="--",
+              label="default threshold (unary node)")
+    c.set_xscale("log", base=2)
+    c.set_xlabel("elements per array")
+    c.set_ylabel("time offloaded / time inline")
+    c.set_title("Cost of one node's trip to a thread")
+    c.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"plot written to {path}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -308,38 +561,85 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
     parser.add_argument("--target", type=float, help="seconds of backward in the responsiveness test "
                         "(default 2.0, or 0.3 with --quick)")
-    parser.add_argument("--repeats", type=int, help="samples per block (default 15, or 3 with --quick)")
+    parser.add_argument("--repeats", type=int, help="samples per block (default 10, or 2 with --quick)")
+    parser.add_argument("--plot", metavar="PATH", help="also draw the figures into this PNG file")
     args = parser.parse_args(argv)
     target = args.target or (0.3 if args.quick else 2.0)
-    repeats = args.repeats or (3 if args.quick else 15)
-    resp_repeats = 2 if args.quick else 4
-    warmup, pause = (1, 0.05) if args.quick else (3, 0.5)
+    repeats = args.repeats or (2 if args.quick else 10)
+    resp_repeats = 2 if args.quick else 6
+    warmup, pause = (1, 0.05) if args.quick else (2, 0.5)
     if args.loop == "uvloop":
         import uvloop
+        new_loop: Callable[[], asyncio.Runner] = lambda: asyncio.Runner(loop_factory=uvloop.new_event_loop)  # noqa: E731
         asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    else:
+        new_loop = asyncio.Runner
 
     header = bench_core.machine_info().splitlines()
     header[-1] = f"event loop {args.loop}" + (f" {__import__('uvloop').__version__}" if args.loop == "uvloop" else "")
+    header.append(f"engine     agrad.get_num_interop_threads()={agrad.get_num_interop_threads()}, "
+                  f"defaults {current_options()}")
+    if _has_threadpoolctl():
+        from threadpoolctl import threadpool_info
+        header.append("blas       " + "; ".join(f"{i['internal_api']} {i.get('version')} {i.get('architecture')}, "
+                                                f"{i['num_threads']} threads" for i in threadpool_info()
+                                                if i["user_api"] == "blas"))
+    header.append("env        " + (", ".join(f"{k}={os.environ[k]}" for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
+                                                                              "OPENBLAS_NUM_THREADS")
+                                             if k in os.environ) or "no OPENBLAS_* settings"))
     print("\n".join(header))
     print(f"settings   responsiveness: ~{target} s backward, {resp_repeats} samples per mode; "
-          f"throughput/overhead: {repeats} samples per block after {warmup} warm-up, {pause} s pause\n")
+          f"others: {repeats} samples per block after {warmup} warm-up, {pause} s pause\n")
     started = _clock()
 
-    responsiveness(target, resp_repeats)
+    resp = responsiveness(target, resp_repeats, new_loop)
     print(f"  (section took {_clock() - started:.0f} s)\n")
-    for name, build, title, unit, scale, rtol in (
-        ("throughput", throughput_systems,
-         f"throughput: {N_MLP} MLP backwards ({'-'.join(map(str, MLP_SIZES))}, batch {MLP_BATCH}, own graphs)",
-         "ms total", 1e3, 1e-6),
-        ("chain", chain_systems,
-         f"overhead: backward of bench_core's {bench_core.CHAIN_NODES}-node chain on (1,) float32",
-         "µs/node", 1e6 / bench_core.CHAIN_NODES, 1e-6),
-    ):
-        systems, grads = build()
-        check_same_gradients(name, grads, rtol=rtol, atol=0.0)
+
+    ratios: dict[str, float] = {}
+    with ThreadPoolExecutor(2, thread_name_prefix="numpy-limit") as pool:
+        for kind in BRANCH_KINDS:
+            section = _clock()
+            systems, grads = kind.systems(pool)
+            check_same_gradients(f"branches {kind.name}", grads, rtol=1e-4, atol=1e-4)
+            results = measure(systems, warmup, repeats, pause)
+            by = {m.system.label: m.median for m in results}
+            print(format_table(f"parallel branches ({kind.name}): {BRANCHES} branches x {BRANCH_DEPTH} "
+                               f"on ({BRANCH_N},) float32, backward", "ms", 1e3, results, "agrad inline"))
+            ratios[f"agrad offload vs inline ({kind.name})"] = by["agrad inline"] / by["agrad offload"]
+            ratios[f"numpy 2 threads vs serial ({kind.name})"] = by["numpy serial"] / by["numpy 2 threads"]
+            print(f"  speed-up: agrad offload/inline {ratios[f'agrad offload vs inline ({kind.name})']:.2f}x "
+                  f"(target >= 1.6x); numpy 2 threads/serial (this machine's limit) "
+                  f"{ratios[f'numpy 2 threads vs serial ({kind.name})']:.2f}x")
+            print(f"  (section took {_clock() - section:.0f} s)\n")
+
+    sections: list[tuple[str, Callable[[], Any], str, str, float, str]] = [
+        (f"throughput {name}", functools.partial(throughput_systems, batch, sizes),
+         f"throughput: {N_MLP} MLP backwards ({'-'.join(map(str, sizes))}, batch {batch}, own graphs)",
+         "ms total", 1e3, "blocking, in turn") for name, batch, sizes in MLPS]
+    sections.append(("chain", chain_systems,
+                     f"overhead: backward of bench_core's {bench_core.CHAIN_NODES}-node chain on (1,) float32",
+                     "µs/node", 1e6 / bench_core.CHAIN_NODES, "agrad blocking"))
+    for name, build, title, unit, scale, ref in sections:
         section = _clock()
-        print(format_table(title, unit, scale, measure(systems, warmup, repeats, pause)))
+        systems, grads = build()
+        check_same_gradients(name, grads, rtol=1e-5, atol=1e-7)
+        results = measure(systems, warmup, repeats, pause)
+        print(format_table(title, unit, scale, results, ref))
+        if name.startswith("throughput"):
+            by = {m.system.label: m.median for m in results}
+            size = name.split()[1]
+            ratios[f"{N_MLP} {size} MLPs: task group vs in turn"] = by["await, in turn"] / by["task group"]
+            ratios[f"{N_MLP} {size} MLPs: task group vs blocking"] = by["blocking, in turn"] / by["task group"]
+            print(f"  speed-up of the task group: {ratios[f'{N_MLP} {size} MLPs: task group vs in turn']:.2f}x "
+                  f"over awaiting in turn, {ratios[f'{N_MLP} {size} MLPs: task group vs blocking']:.2f}x over "
+                  "blocking in turn (target: not slower)")
         print(f"  (section took {_clock() - section:.0f} s)\n")
+
+    section = _clock()
+    sweep = threshold_sweep(max(3, repeats // 2), new_loop)
+    print(f"  (section took {_clock() - section:.0f} s)\n")
+    if args.plot:
+        plot(args.plot, resp, ratios, sweep)
     print(f"total time {_clock() - started:.1f} s")
     return 0
 

@@ -298,9 +298,9 @@ class GraphTask:
     # at roughly 0.1-0.3 ns per element here.  The default threshold, 2**21
     # elements (0.3-0.6 ms of kernel), is where an offloaded chain of unary
     # nodes costs at most ~1.4x its inline time and two independent branches
-    # break even; it offloads a 512x512 matmul backward (16.7M) and keeps the
-    # backward of a 256x256 one and of elementwise ops under ~1M elements on
-    # the loop, whose own slices stay short.  A node class can pin either way
+    # break even; it offloads a 512x512x512 matmul backward (2.8M) and keeps
+    # smaller products and elementwise ops under ~1M elements on the loop,
+    # whose own slices stay short.  A node class can pin either way
     # (``Node.offload``), and ``engine_options`` changes the threshold.
     def _execute(self, options: EngineOptions | None) -> Generator[Any, Any, None]:
         ready = self.ready

@@ -105,7 +105,7 @@ async def test_built_in_nodes_estimate_their_work() -> None:
     assert x.exp().grad_fn._work == 2000  # the gradient, the saved output
     assert (x + 1.0).grad_fn._work == 1000  # nothing saved
     w = agrad.ones(512, 512, requires_grad=True)
-    assert (w @ w).grad_fn._work == 512 * 512 * 512 // 8
+    assert (w @ w).grad_fn._work == 512 * 512 * 512 // 48
     with engine_options() as options:
         assert (w @ w).grad_fn._work >= options.offload_threshold > x.exp().grad_fn._work
 
