@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import sys
 import threading
 from collections import deque
@@ -164,7 +165,11 @@ def _asyncio_pool(loop: asyncio.AbstractEventLoop) -> KernelPool:
 
     def start_worker(worker: Callable[[], None]) -> None:
         # The loop's default executor: closed with the loop (module docstring).
-        loop.run_in_executor(None, worker)
+        # Started in an empty context: the asyncio future run_in_executor
+        # returns keeps the context it was created in until the loop hears
+        # that the worker ended, and the caller's context names its graph task
+        # (current_graph_task), which would stay reachable after the backward.
+        contextvars.Context().run(loop.run_in_executor, None, worker)
 
     return KernelPool(start_worker, post)
 
