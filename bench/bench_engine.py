@@ -236,14 +236,15 @@ def responsiveness(target: float, repeats: int, new_loop: Callable[[], asyncio.R
           f"offload threshold) ({blocks} residual blocks on ({WIDTH},{WIDTH}) float32)  "
           f"[ms, median of {repeats} samples per mode]")
     print(f"  time slice {current_options().time_slice * 1e3:.1f} ms, offload threshold {threshold} elements")
-    print(f"  {'mode':<18}{'backward':>10}{'ticks':>7}{'late p50':>10}{'late p99':>10}{'late max':>10}")
+    labels = {m: {"blocking": "blocking (sync)", "idle": "idle loop"}.get(m, "agrad " + m) for m in stats}
+    w = max(len(v) for v in labels.values()) + 2
+    print(f"  {'mode':<{w}}{'backward':>10}{'ticks':>7}{'late p50':>10}{'late p99':>10}{'late max':>10}")
     for m in (*modes, "idle"):
-        label = {"blocking": "blocking (sync)", "idle": "idle loop"}.get(m, "agrad " + m)
         wall_ms = "-" if m == "idle" else f"{med(m, 0) * 1e3:.0f}"
-        print(f"  {label:<18}{wall_ms:>10}{med(m, 4):>7.0f}{med(m, 1) * 1e3:>10.3f}"
+        print(f"  {labels[m]:<{w}}{wall_ms:>10}{med(m, 4):>7.0f}{med(m, 1) * 1e3:>10.3f}"
               f"{med(m, 2) * 1e3:>10.3f}{med(m, 3) * 1e3:>10.3f}")
     for other in modes[1:]:
-        print(f"  {other + ' / await':<18}{med(other, 0) / med('await', 0):>9.2f}x{'':>7}"
+        print(f"  {other + ' / await':<{w}}{med(other, 0) / med('await', 0):>9.2f}x{'':>7}"
               + "".join(f"{med(other, k) / med('await', k):>9.1f}x" for k in (1, 2, 3)))
     print(f"  agrad await: p99 lateness {med('await', 2) * 1e3:.2f} ms (target < 5 ms); worst sample max "
           f"{max(s[3] for s in stats['await']) * 1e3:.2f} ms")
@@ -522,7 +523,8 @@ def plot(path: str, resp: dict[str, Any], ratios: dict[str, float], sweep: list[
         a.bar(xs + (k - 1) * 0.27, [resp[m][stat] * 1e3 for m in modes], 0.27, label=stat, color=color)
     a.axhline(5, color="crimson", lw=1, ls="--", label="target p99 (5 ms)")
     a.set_yscale("log")
-    a.set_xticks(xs, [{"blocking": "blocking\n(sync)", "idle": "idle loop"}.get(m, "agrad\n" + m) for m in modes])
+    a.set_xticks(xs, [{"blocking": "blocking\n(sync)", "idle": "idle\nloop"}.get(m, "agrad\n" + m.replace(", ", ",\n"))
+                      for m in modes], fontsize=8)
     a.set_ylabel("1 ms ticker lateness (ms)")
     a.set_title("Loop responsiveness during a ~2 s backward")
     a.legend(fontsize=8)
@@ -555,6 +557,9 @@ def plot(path: str, resp: dict[str, Any], ratios: dict[str, float], sweep: list[
     print(f"plot written to {path}")
 
 
+SECTIONS = ("responsiveness", "branches", "throughput", "overhead", "threshold")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="short backward, few repeats: a smoke run")
@@ -563,7 +568,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "(default 2.0, or 0.3 with --quick)")
     parser.add_argument("--repeats", type=int, help="samples per block (default 10, or 2 with --quick)")
     parser.add_argument("--plot", metavar="PATH", help="also draw the figures into this PNG file")
+    parser.add_argument("--only", choices=SECTIONS, action="append",
+                        help="run only this section (repeatable; --plot needs them all)")
     args = parser.parse_args(argv)
+    only = set(args.only or SECTIONS)
+    if args.plot and only != set(SECTIONS):
+        parser.error("--plot draws every section: leave out --only")
     target = args.target or (0.3 if args.quick else 2.0)
     repeats = args.repeats or (2 if args.quick else 10)
     resp_repeats = 2 if args.quick else 6
@@ -592,12 +602,14 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"others: {repeats} samples per block after {warmup} warm-up, {pause} s pause\n")
     started = _clock()
 
-    resp = responsiveness(target, resp_repeats, new_loop)
-    print(f"  (section took {_clock() - started:.0f} s)\n")
+    resp: dict[str, Any] = {}
+    if "responsiveness" in only:
+        resp = responsiveness(target, resp_repeats, new_loop)
+        print(f"  (section took {_clock() - started:.0f} s)\n")
 
     ratios: dict[str, float] = {}
     with ThreadPoolExecutor(2, thread_name_prefix="numpy-limit") as pool:
-        for kind in BRANCH_KINDS:
+        for kind in BRANCH_KINDS if "branches" in only else ():
             section = _clock()
             systems, grads = kind.systems(pool)
             check_same_gradients(f"branches {kind.name}", grads, rtol=1e-4, atol=1e-4)
@@ -615,10 +627,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     sections: list[tuple[str, Callable[[], Any], str, str, float, str]] = [
         (f"throughput {name}", functools.partial(throughput_systems, batch, sizes),
          f"throughput: {N_MLP} MLP backwards ({'-'.join(map(str, sizes))}, batch {batch}, own graphs)",
-         "ms total", 1e3, "blocking, in turn") for name, batch, sizes in MLPS]
-    sections.append(("chain", chain_systems,
+         "ms total", 1e3, "blocking, in turn") for name, batch, sizes in MLPS if "throughput" in only]
+    sections.extend([] if "overhead" not in only else [("chain", chain_systems,
                      f"overhead: backward of bench_core's {bench_core.CHAIN_NODES}-node chain on (1,) float32",
-                     "µs/node", 1e6 / bench_core.CHAIN_NODES, "agrad blocking"))
+                     "µs/node", 1e6 / bench_core.CHAIN_NODES, "agrad blocking")])
     for name, build, title, unit, scale, ref in sections:
         section = _clock()
         systems, grads = build()
@@ -635,9 +647,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "blocking in turn (target: not slower)")
         print(f"  (section took {_clock() - section:.0f} s)\n")
 
-    section = _clock()
-    sweep = threshold_sweep(max(3, repeats // 2), new_loop)
-    print(f"  (section took {_clock() - section:.0f} s)\n")
+    sweep: list[dict[str, float]] = []
+    if "threshold" in only:
+        section = _clock()
+        sweep = threshold_sweep(max(3, repeats // 2), new_loop)
+        print(f"  (section took {_clock() - section:.0f} s)\n")
     if args.plot:
         plot(args.plot, resp, ratios, sweep)
     print(f"total time {_clock() - started:.1f} s")
