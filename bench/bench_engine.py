@@ -105,10 +105,12 @@ def _blocking(label: str, build: Callable[[], agrad.Tensor]) -> System:
 TICK = 0.001
 WIDTH = 512  # h is (WIDTH, WIDTH), every W_i is (WIDTH, WIDTH)
 N_WEIGHTS = 8
-# mode -> (offload, BLAS threads or None for BLAS's own default); blocking: offload None.
-RESP_MODES: dict[str, tuple[str | None, int | None]] = {
-    "await": ("auto", None), "await, BLAS 1 thread": ("auto", 1),
-    "await, inline": ("never", None), "blocking": (None, None),
+# mode -> (offload, BLAS threads or None for BLAS's own default, time slice or None for
+# the default); blocking: offload None.
+RESP_MODES: dict[str, tuple[str | None, int | None, float | None]] = {
+    "await": ("auto", None, None), "await, BLAS 1 thread": ("auto", 1, None),
+    "await, 1 ms slice": ("auto", None, 0.001), "await, inline": ("never", None, None),
+    "blocking": (None, None, None),
 }
 
 
@@ -179,7 +181,7 @@ async def _ticked(mode: str, blocks: int) -> tuple[float, list[float]]:
     stop = asyncio.Event()
     ticker = asyncio.create_task(_ticker(ticks, stop))
     await asyncio.sleep(0.02)  # ticker in its steady state
-    offload, blas = RESP_MODES.get(mode, (None, None))
+    offload, blas, time_slice = RESP_MODES.get(mode, (None, None, None))
     with _blas_threads(blas):
         t0 = _clock()
         if mode == "idle":
@@ -187,7 +189,7 @@ async def _ticked(mode: str, blocks: int) -> tuple[float, list[float]]:
         elif offload is None:
             loss.backward_sync()  # type: ignore[union-attr]
         else:
-            with engine_options(offload=offload):  # type: ignore[arg-type]
+            with engine_options(offload=offload, time_slice=time_slice):  # type: ignore[arg-type]
                 await loss.backward()  # type: ignore[union-attr]
         t1 = _clock()
     await asyncio.sleep(0.01)  # the tick delayed by the backward lands
