@@ -19,7 +19,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import sys
-from collections.abc import Awaitable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
 from agrad._engine import _traps
@@ -36,10 +36,44 @@ def _advance(steps: Generator[Any, Any, None], value: Any = None, exc: BaseExcep
         return None
 
 
+# Note [Reentrant depth]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# A reentrant backward (Note [Reentrant backward]) runs on its parent's stack:
+# the async driver awaits it inside the parent's node, the blocking driver
+# calls it there.  Each level costs a few Python frames (and every resumption
+# of an awaited one walks the whole chain of awaiting coroutines), so deep
+# nesting would hit Python's recursion limit.  As PyTorch's engine hands a
+# graph task nested ``max_recursion_depth`` deep to a fresh thread of its
+# pool, a task whose ``stack_depth`` (graph tasks below it on this stack)
+# reaches ``EngineOptions.max_recursion_depth`` *spills*: the async driver runs
+# it in a new task of the same event loop (a fresh coroutine stack; the
+# parent awaits its outcome, and cancelling the parent cancels it), the
+# blocking driver in a new thread (a fresh C and Python stack; the parent's
+# thread blocks on it).  Its ``stack_depth`` starts again from 0, so nesting is
+# bounded by memory, not by the recursion limit; ``reentrant_depth`` keeps
+# counting.  Both wait only on the spilled task itself, which never waits on
+# its parent, so spilling cannot deadlock.
+def _spills(task: GraphTask) -> bool:
+    """Whether ``task`` must run on a fresh stack (Note [Reentrant depth]); if so
+    it now counts as the first task on that stack."""
+    if task.stack_depth < current_options().max_recursion_depth:
+        return False
+    task.stack_depth = 0
+    return True
+
+
 async def execute(task: GraphTask) -> None:
     """Run ``task`` in the awaiting coroutine, yielding to the loop per time slice
-    and while its kernels run in threads."""
+    and while its kernels run in threads (in a fresh task if it nests too deep)."""
     await _traps.check_cancelled()
+    if _spills(task):
+        await _traps.in_fresh_task(_execute, task)
+    else:
+        await _execute(task)
+    await _traps.after_commit()
+
+
+async def _execute(task: GraphTask) -> None:
     steps = task.run(current_options())
     waiter = _traps.KernelWaiter()
     task._wake = waiter.wake
@@ -68,11 +102,18 @@ async def execute(task: GraphTask) -> None:
         task._wake = _nothing
         if pool is not None:
             pool.forget(task)
-    await _traps.after_commit()
 
 
 def execute_sync(task: GraphTask) -> None:
-    """Run ``task`` to completion on this thread, blocking (the blocking twin)."""
+    """Run ``task`` to completion on this thread, blocking (the blocking twin);
+    on a fresh thread if it nests too deep (Note [Reentrant depth])."""
+    if _spills(task):
+        _in_fresh_thread(_execute_sync, task)
+    else:
+        _execute_sync(task)
+
+
+def _execute_sync(task: GraphTask) -> None:
     steps = task.run(None)  # no time slices, no offload: never asks to wait for kernels
     with _CoroutineRunner() as run_coroutine:
         request = _advance(steps)
@@ -108,13 +149,18 @@ class _CoroutineRunner:
             self._runner.close()
 
     def __call__(self, aw: Awaitable[Any]) -> Any:
-        ctx = contextvars.copy_context()
         if _loop_running_here():
-            with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agrad-async-backward") as pool:
-                return pool.submit(ctx.run, _run_in_fresh_loop, aw).result()
+            return _in_fresh_thread(_run_in_fresh_loop, aw)
         if self._runner is None:
             self._runner = asyncio.Runner()
-        return self._runner.run(_as_coroutine(aw), context=ctx)
+        return self._runner.run(_as_coroutine(aw), context=contextvars.copy_context())
+
+
+def _in_fresh_thread(fn: Callable[[Any], Any], arg: Any) -> Any:
+    """``fn(arg)`` on a new thread, in a copy of this context; block for its result."""
+    ctx = contextvars.copy_context()
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agrad-engine") as pool:
+        return pool.submit(ctx.run, fn, arg).result()
 
 
 def _loop_running_here() -> bool:

@@ -36,6 +36,8 @@ class EngineOptions:
     # See Note [Offload threshold].
     offload: Offload = "auto"
     offload_threshold: int = 1 << 21
+    # See Note [Reentrant depth]; PyTorch's engine uses the same default (MAX_DEPTH).
+    max_recursion_depth: int = 60
 
 
 _options: ContextVar[EngineOptions] = ContextVar(
@@ -49,7 +51,8 @@ def current_options() -> EngineOptions:
 
 @contextmanager
 def engine_options(*, time_slice: float | None = None, offload: Offload | None = None,
-                   offload_threshold: int | None = None) -> Iterator[EngineOptions]:
+                   offload_threshold: int | None = None,
+                   max_recursion_depth: int | None = None) -> Iterator[EngineOptions]:
     """Set how backwards started inside the block are scheduled (agrad only).
 
     Args:
@@ -64,6 +67,11 @@ def engine_options(*, time_slice: float | None = None, offload: Offload | None =
             ``offload`` attribute).  The blocking twins always run inline.
         offload_threshold: elements (gradients plus saved tensors) from which
             ``"auto"`` offloads a node (default 2097152).
+        max_recursion_depth: how many reentrant backwards (a backward started
+            inside a node's backward) nest on one stack before the next one
+            runs on a fresh stack: a new task when awaited, a new thread when
+            blocking (default 60, PyTorch's limit).  Nesting deeper than this
+            is fine; it is only spread over more stacks.
 
     Only the arguments given change; the previous options return at the end
     of the block.  The options live in a context variable: each asyncio or
@@ -89,6 +97,11 @@ def engine_options(*, time_slice: float | None = None, offload: Offload | None =
         if isinstance(offload_threshold, bool) or not isinstance(offload_threshold, int) or offload_threshold < 0:
             raise ValueError(f"offload_threshold must be a non-negative int, got {offload_threshold!r}")
         changes["offload_threshold"] = offload_threshold
+    if max_recursion_depth is not None:
+        if isinstance(max_recursion_depth, bool) or not isinstance(max_recursion_depth, int) \
+                or max_recursion_depth < 1:
+            raise ValueError(f"max_recursion_depth must be a positive int, got {max_recursion_depth!r}")
+        changes["max_recursion_depth"] = max_recursion_depth
     new = replace(old, **changes)  # type: ignore[arg-type]
     token = _options.set(new)
     try:

@@ -51,7 +51,9 @@ class KernelPool:
     no slot is free joins ``_waiting`` (once) and waits; each freed slot is
     handed to the first task in line (``task._slot_granted``), which is woken,
     so slots go first come first served and a huge backward cannot take every
-    slot from a small one that asked earlier.  A task that stops (error or
+    slot from a small one that asked earlier.  Deeper reentrant tasks go
+    first, as in PyTorch's ready queues: the task that started one waits for
+    it to finish (Note [Reentrant backward]).  A task that stops (error or
     cancellation) while in line, or before using a handed slot, gives it back
     (:meth:`forget`).
     """
@@ -123,8 +125,10 @@ class KernelPool:
     def _release(self) -> None:
         self.running -= 1
         limit = 2 * get_num_interop_threads()
-        while self._waiting and self.running < limit:
-            nxt = self._waiting.popleft()
+        waiting = self._waiting
+        while waiting and self.running < limit:
+            nxt = max(waiting, key=_depth)  # the first in line of the deepest
+            waiting.remove(nxt)
             nxt._in_line = False
             nxt._slot_granted = True
             self.running += 1
@@ -138,6 +142,10 @@ class KernelPool:
         if task._slot_granted:
             task._slot_granted = False
             self._release()
+
+
+def _depth(task: "GraphTask") -> int:
+    return task.reentrant_depth
 
 
 _POOL: anyio.lowlevel.RunVar[KernelPool] = anyio.lowlevel.RunVar("agrad_kernel_pool")

@@ -59,9 +59,8 @@ def _new_task(outputs: tuple[Tensor, ...], grad_outputs: Any, retain_graph: bool
     if len(grads) != len(outputs):
         raise RuntimeError(f"got {len(outputs)} tensors and {len(grads)} gradients")
     root_grads = _make_grads(outputs, grads)
-    parent = current_graph_task.get()
     keep_graph = create_graph if retain_graph is None else bool(retain_graph)
-    task = GraphTask(keep_graph, create_graph, 0 if parent is None else parent.reentrant_depth + 1)
+    task = GraphTask(keep_graph, create_graph, current_graph_task.get())
 
     edges = [t._gradient_edge() for t in outputs]
     if len(edges) == 1:

@@ -7,7 +7,7 @@ else.  Everything else in the engine is synchronous bookkeeping.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -51,6 +51,30 @@ async def yield_slice() -> None:
     # per slice.  trio needs it for the same reason: timeouts are processed
     # between batches.
     await anyio.lowlevel.checkpoint()
+
+
+async def in_fresh_task(fn: Callable[[Any], Awaitable[None]], arg: Any) -> None:
+    """Await ``fn(arg)`` in a new task of this event loop, on a fresh stack
+    (Note [Reentrant depth]).
+
+    Cancelling the awaiting task cancels the new one; its exception, if any,
+    is raised here as it is (not wrapped in an exception group).
+    """
+    failure: list[BaseException] = []
+
+    async def run() -> None:
+        try:
+            await fn(arg)
+        except BaseException as exc:  # re-raised in the awaiting task, below
+            failure.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+    if failure:
+        try:
+            raise failure[0]
+        finally:
+            failure.clear()  # no cycle through the traceback
 
 
 async def await_backward(coro: Awaitable[Any]) -> Any:
