@@ -49,6 +49,8 @@ from agrad._tensor import Tensor
 # commit.  Tensor hooks (``register_hook``) still run during the backward,
 # because they may change the gradient that flows on.
 _COMMIT_LOCK = threading.Lock()
+# Ids of pending provisional .grad tensors (Note [Commits of reentrant backwards]); under _COMMIT_LOCK.
+_PROVISIONAL: set[int] = set()
 
 # Note [Reentrant backward]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -75,13 +77,16 @@ _COMMIT_LOCK = threading.Lock()
 # ``.grad`` may have changed (Note [Staged gradients]).  So a reentrant
 # backward commits *provisionally*: never in place (``.grad`` gets a new
 # tensor, the old one stays intact) and journaled on its own task as
-# ``(variable, old, new, version of new, contribution)``.  When it finishes,
-# its journal passes to its parent, which answers for it from then on; the
-# top-level task drops the journal when it succeeds, and any task that fails
-# restores ``old`` for each entry, newest first.  If ``.grad`` changed after
-# the provisional commit (another backward accumulated into it, or the
-# caller replaced it), only the contribution is subtracted, which is exact
-# up to rounding.
+# ``(variable, old, new, version of new)``.  When it finishes, its journal
+# passes to its parent, which answers for it from then on; the top-level task
+# drops the journal when it succeeds, and any task that fails restores
+# ``old`` for each entry, newest first.  While an entry is pending, its
+# ``new`` tensor is in ``_PROVISIONAL`` and no commit accumulates into it in
+# place, so ``new - old`` stays the nested backward's contribution: if
+# ``.grad`` was replaced after the provisional commit (another backward
+# accumulated into it, or the caller assigned it), only that contribution is
+# subtracted, which is exact up to rounding.  The journal holds no array the
+# backward would not hold anyway: ``old`` and ``new`` are ``.grad`` values.
 
 # Note [Time slices]
 # ~~~~~~~~~~~~~~~~~~
@@ -171,7 +176,7 @@ class GraphTask:
         self._owned: set[int] = set()
         # Commits of reentrant backwards nested in this one, to undo if this one
         # fails (Note [Commits of reentrant backwards]).
-        self._journal: list[tuple[Tensor, Tensor | None, Tensor, int, Tensor]] = []
+        self._journal: list[tuple[Tensor, Tensor | None, Tensor, int]] = []
         # Kernels in threads (Note [Offloaded kernels]): results land in the inbox
         # (appended by the kernel's thread); the rest belongs to the KernelPool and
         # is touched on the loop's thread only.
@@ -612,7 +617,7 @@ class GraphTask:
             for variable, grad, is_leaf in self.staged.values():
                 if not create_graph:
                     grad = grad.detach()
-                contribution, old = grad, variable._grad
+                old = variable._grad
                 if old is None:
                     # Store a gradient as is only if nothing else can see its memory
                     # (PyTorch's AccumulateGrad steals a gradient only when its use
@@ -621,21 +626,21 @@ class GraphTask:
                     # this commit, and any retain_grad value (PyTorch clones those).
                     arr = grad._data
                     owner = arr if arr.base is None else arr.base
-                    if (not is_leaf or not arr.flags.writeable or id(owner) in seen or id(arr) in seen
-                            or provisional):  # the journal keeps the contribution apart
+                    if not is_leaf or not arr.flags.writeable or id(owner) in seen or id(arr) in seen:
                         grad = grad.clone()
                         arr = owner = grad._data
                     seen.add(id(arr))
                     seen.add(id(owner))
                     variable._grad = grad
-                elif not create_graph and not old.requires_grad and not provisional:
+                elif not create_graph and not old.requires_grad and not provisional and id(old) not in _PROVISIONAL:
                     np.add(old._data, grad._data, out=old._data, casting="unsafe")
                     old._bump_version()
                 else:
                     variable._grad = old + grad
                 if provisional:
                     new = variable._grad
-                    self._journal.append((variable, old, new, new._version, contribution))
+                    _PROVISIONAL.add(id(new))
+                    self._journal.append((variable, old, new, new._version))
         for variable, _, is_leaf in self.staged.values():
             if is_leaf and variable._post_acc_hooks:
                 for hook in list(variable._post_acc_hooks.values()):
@@ -647,6 +652,10 @@ class GraphTask:
         self.commit()
         if self.parent is not None:  # the parent answers for every commit below it now
             self.parent._journal.extend(self._journal)
+        elif self._journal:  # final now
+            with _COMMIT_LOCK:
+                for entry in self._journal:
+                    _PROVISIONAL.discard(id(entry[2]))
         self._journal.clear()
         while self.final_callbacks:
             self.final_callbacks.pop(0)()
@@ -661,14 +670,15 @@ class GraphTask:
         self.final_callbacks.clear()
         self.captured = []
         with _COMMIT_LOCK:
-            for variable, old, new, version, grad in reversed(self._journal):
+            for variable, old, new, version in reversed(self._journal):
+                _PROVISIONAL.discard(id(new))
                 current = variable._grad
                 if current is new and new._version == version:
                     variable._grad = old
-                elif current is not None and current.shape == grad.shape:
-                    # Changed since (another backward accumulated into it, or the
-                    # caller did): take out only this backward's part.
-                    variable._grad = current - grad.detach()
+                elif current is not None and current.shape == new.shape:
+                    # Replaced since (another backward accumulated into it, or the
+                    # caller assigned it): take out only this backward's part.
+                    variable._grad = (current - (new if old is None else new - old)).detach()
         self._journal.clear()
 
 
