@@ -14,6 +14,7 @@ from agrad import (
     autograd,
     linalg,
     nn,
+    random,
     utils,
 )
 from agrad._creation import (
@@ -63,6 +64,7 @@ from agrad._ops._linalg import *  # noqa: F403
 from agrad._ops._reductions import *  # noqa: F403
 from agrad._ops._shape import *  # noqa: F403
 from agrad._tensor import Tensor
+from agrad.random import get_rng_state, set_rng_state
 
 float = float32  # noqa: A001 - torch.float
 double = float64
@@ -85,15 +87,19 @@ def softmax(input: Tensor, dim: "builtins.int") -> Tensor:
 
 import builtins  # noqa: E402  - for the annotations above, after shadowing bool/int
 
+# Last: it needs the whole package, and agrad.utils itself is imported early (by _graph).
+from agrad.utils import checkpoint as _checkpoint  # noqa: E402, F401
+
 __all__ = [
     "Tensor", "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange", "linspace", "eye",
     "rand", "randn", "randint", "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
-    "manual_seed", "Generator", "device", "dtype", "float16", "float32", "float64", "int8", "int16", "int32",
-    "int64", "uint8", "bool", "float", "double", "half", "long", "int", "get_default_dtype", "set_default_dtype",
+    "manual_seed", "get_rng_state", "set_rng_state", "Generator", "device", "dtype", "float16", "float32",
+    "float64", "int8", "int16", "int32", "int64", "uint8", "bool", "float", "double", "half", "long", "int",
+    "get_default_dtype", "set_default_dtype",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "softmax", "is_tensor",
     "get_num_interop_threads", "set_num_interop_threads",
-    "autograd", "linalg", "nn", "utils",
+    "autograd", "linalg", "nn", "random", "utils",
 ] + [
     *_elementwise.__all__, *_linalg.__all__, *_reductions.__all__, *_shape.__all__,
 ]

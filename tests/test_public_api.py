@@ -14,7 +14,7 @@ from tests.helpers import requires_torch, torch
 PUBLIC_MODULES = [
     "agrad", "agrad.autograd", "agrad.autograd.function", "agrad.autograd.functional", "agrad.autograd.graph",
     "agrad.autograd.gradcheck", "agrad.linalg",
-    "agrad.nn", "agrad.nn.functional", "agrad.utils", "agrad.utils.hooks",
+    "agrad.nn", "agrad.nn.functional", "agrad.random", "agrad.utils", "agrad.utils.checkpoint", "agrad.utils.hooks",
 ]
 
 # agrad's additions to PyTorch's API: the blocking twins (and queue_callback,

@@ -16,10 +16,12 @@ from __future__ import annotations
 import itertools
 import sys
 import traceback
+import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agrad._grad_mode import grad_enabled
+from agrad._graph._saved_hooks import Hooks, current_hooks
 from agrad.utils.hooks import RemovableHandle, _add_hook
 
 if TYPE_CHECKING:
@@ -192,6 +194,16 @@ class AccumulateGrad(Node):
         return ()
 
 
+# Bound once: SavedTensor's constructor is on every recorded op's path.
+_current_hooks = current_hooks.get
+
+
+def _is_constant(t: "Tensor") -> bool:
+    """Whether ``t`` is a Python number made a tensor (Note [Scalar constants]): as
+    PyTorch does for wrapped numbers, saved-tensor hooks never see it."""
+    data = t._data
+    return data.ndim == 0 and not data.flags.writeable and t._grad_fn is None and not t._requires_grad
+
 _FREED = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
     "they have already been freed). Saved intermediate values of the graph are freed when you call "
@@ -206,26 +218,83 @@ class SavedTensor:
     An op's *output* is saved without its ``grad_fn`` (which is the saving node
     itself, so keeping it would make a reference cycle); ``unpack`` rebuilds
     the link when a ``create_graph`` backward needs it, as PyTorch's
-    ``SavedVariable`` does.
+    ``SavedVariable`` does.  Under saved-tensor hooks only the packed object is
+    kept (``tensor`` is None); see Note [Saved tensor hooks].
     """
 
-    __slots__ = ("tensor", "version", "is_output", "output_nr")
+    # ``hooked`` is set only under hooks: (unpack_hook, packed, the graph node
+    # the unpacked tensor re-attaches to).  Unset otherwise, so that the common
+    # path pays for one ContextVar.get and nothing more.
+    __slots__ = ("tensor", "version", "is_output", "output_nr", "hooked")
 
     def __init__(self, tensor: "Tensor", is_output: bool = False, output_nr: int = 0) -> None:
         self.version = tensor._version_counter[0]
         self.is_output = is_output
         self.output_nr = output_nr
-        self.tensor: Tensor | None = tensor._alias() if is_output else tensor
+        hooks = _current_hooks()  # Note [Saved tensor hooks]
+        if hooks is None or _is_constant(tensor):
+            self.tensor: Tensor | None = tensor._alias() if is_output else tensor
+        else:
+            self.tensor = None
+            self._pack(tensor, hooks)
 
     def unpack(self, node: Node) -> "Tensor":
         t = self.tensor
         if t is None:
-            raise RuntimeError(_FREED)
+            return self._unpack_hooked(node)
         if t._version_counter[0] != self.version:
             raise RuntimeError(self._modified_message(t))
         if self.is_output and node is not None and grad_enabled.get():
             return t._alias(grad_fn=node, output_nr=self.output_nr)
         return t
+
+    def _pack(self, tensor: "Tensor", hooks: Hooks) -> None:
+        pack_hook, unpack_hook = hooks
+        source: Node | None = None  # what the unpacked tensor's gradient flows to
+        if self.is_output:
+            arg = tensor._alias()  # the saving node is its grad_fn: rebuilt by unpack
+        else:
+            arg = tensor
+            if tensor._grad_fn is not None:
+                source, self.output_nr = tensor._grad_fn, tensor._output_nr
+            elif tensor._requires_grad:
+                source = tensor._grad_accumulator()
+        mode = grad_enabled.get()
+        grad_enabled.set(False)
+        try:
+            packed = pack_hook(arg)
+        finally:
+            grad_enabled.set(mode)
+        if tensor._version_counter[0] != self.version:
+            raise RuntimeError(
+                "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack "
+                "hook cannot be modified by in-place operations as this can lead to unexpected side-effects. "
+                "Please open an issue if you need to perform in-place operations on the input to a pack hook."
+            )
+        self.hooked = (unpack_hook, packed, source)
+
+    def _unpack_hooked(self, node: Node) -> "Tensor":
+        from agrad._tensor import Tensor
+
+        unpack_hook, packed, source = self.hooked
+        t = unpack_hook(packed)
+        if not isinstance(t, Tensor):
+            raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
+                            f"{type(t).__name__}")
+        if self.is_output:
+            # As without hooks: the link to the saving node only matters when recording.
+            source = node if grad_enabled.get() else None
+        if source is None:
+            return t
+        # The unpacked data takes the saved tensor's place in the graph, whatever
+        # graph the hook's tensor belongs to (a create_graph backward records
+        # through it; a checkpoint's saved inputs must require grad again).
+        if type(source) is AccumulateGrad:
+            leaf = Tensor._make(t._data, version_counter=t._version_counter)
+            leaf._requires_grad = True
+            leaf._accumulator = weakref.ref(source)  # kept alive by self.hooked, as PyTorch does
+            return leaf
+        return Tensor._make(t._data, source, self.output_nr, t._version_counter)
 
     def _modified_message(self, t: "Tensor") -> str:
         fn = t._grad_fn
