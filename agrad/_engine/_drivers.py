@@ -137,23 +137,36 @@ def _execute_sync(task: GraphTask) -> None:
 # coroutine on a fresh loop in a helper thread and blocks for the result.
 # Either way the coroutine runs in a copy of the caller's context, so it sees
 # the backward's grad mode.
+#
+# The private loop is a bare event loop, not an ``asyncio.Runner``: on the main
+# thread ``Runner.run`` installs a SIGINT handler naming its main task and, on
+# the way out, asks ``signal.getsignal`` whether it is still installed, which
+# (Python 3.11) builds the handler's repr: the task's, with the coroutine's
+# arguments.  For a checkpoint node whose backward got (512, 512) tensors
+# that repr cost 0.4 s per call (bench_checkpoint, blocking twin).
 class _CoroutineRunner:
     def __init__(self) -> None:
-        self._runner: asyncio.Runner | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def __enter__(self) -> "_CoroutineRunner":
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._runner is not None:
-            self._runner.close()
+        loop = self._loop
+        if loop is not None:
+            try:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+                loop.run_until_complete(loop.shutdown_default_executor())
+            finally:
+                loop.close()
 
     def __call__(self, aw: Awaitable[Any]) -> Any:
         if _loop_running_here():
             return _in_fresh_thread(_run_in_fresh_loop, aw)
-        if self._runner is None:
-            self._runner = asyncio.Runner()
-        return self._runner.run(_as_coroutine(aw), context=contextvars.copy_context())
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+        task = self._loop.create_task(_as_coroutine(aw), context=contextvars.copy_context())
+        return self._loop.run_until_complete(task)
 
 
 def _in_fresh_thread(fn: Callable[[Any], Any], arg: Any) -> Any:
