@@ -59,6 +59,7 @@ import gc
 import os
 import statistics
 import sys
+import textwrap
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -525,8 +526,8 @@ def plot(path: str, resp: dict[str, Any], ratios: dict[str, float], sweep: list[
         a.bar(xs + (k - 1) * 0.27, [resp[m][stat] * 1e3 for m in modes], 0.27, label=stat, color=color)
     a.axhline(5, color="crimson", lw=1, ls="--", label="target p99 (5 ms)")
     a.set_yscale("log")
-    a.set_xticks(xs, [{"blocking": "blocking\n(sync)", "idle": "idle\nloop"}.get(m, "agrad\n" + m.replace(", ", ",\n"))
-                      for m in modes], fontsize=8)
+    labels = {"blocking": "blocking\n(sync)", "idle": "idle\nloop"}
+    a.set_xticks(xs, [labels.get(m, "\n".join(textwrap.wrap("agrad " + m, 8))) for m in modes], fontsize=8)
     a.set_ylabel("1 ms ticker lateness (ms)")
     a.set_title("Loop responsiveness during a ~2 s backward")
     a.legend(fontsize=8)
