@@ -324,9 +324,10 @@ async def test_cancellation_at_random_depths_changes_nothing_and_leaks_nothing(a
         else:
             assert (x.grad.item(), w.grad.item()) == (1.0, 120.0)
         del y
-        # The cancellation's traceback holds the graph's frames until the loop's
-        # next pass (anyio delivers cancellation with a scheduled callback; the
-        # same holds for any awaited coroutine cancelled on asyncio or trio).
+        # Something in the event loop's or anyio's cancellation machinery keeps
+        # the cancellation's traceback (and so the graph's frames) until the
+        # loop's next pass; observed on asyncio and trio for any awaited
+        # coroutine cancelled inside an async backward, before reentrance too.
         await anyio.lowlevel.checkpoint()
         gc.collect()
         assert node() is None
