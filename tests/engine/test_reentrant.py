@@ -179,25 +179,17 @@ async def test_nested_grad_inside_sync_backward_under_grad() -> None:
 # -- 1,000 levels: spilling past max_recursion_depth ---------------------------------------------
 
 
+@pytest.mark.parametrize("blocking_backward", [True, False], ids=["sync-backward", "async-backward"])
 @pytest.mark.parametrize("max_depth", [None, 7], ids=["default-limit", "limit-7"])
-async def test_sync_backwards_nested_1000_deep(api: Api, max_depth: int | None) -> None:
-    x, w, probe = await run_nest(api, blocking_backward=True, depth=1000, max_depth=max_depth)
+async def test_backwards_nested_1000_deep(api: Api, blocking_backward: bool, max_depth: int | None) -> None:
+    x, w, probe = await run_nest(api, blocking_backward, depth=1000, max_depth=max_depth)
     assert x.grad.item() == 3.0
     assert w.grad.item() == 1000.0
     assert probe.depths == list(range(1001))
-    limit = max_depth or 60
-    # Blocking nested backwards spill to a fresh thread every `limit` levels.
-    assert len(probe.threads) >= 1000 // limit
-
-
-@pytest.mark.parametrize("max_depth", [None, 7], ids=["default-limit", "limit-7"])
-async def test_async_backwards_nested_1000_deep(api: Api, max_depth: int | None) -> None:
-    x, w, probe = await run_nest(api, blocking_backward=False, depth=1000, max_depth=max_depth)
-    assert x.grad.item() == 3.0
-    assert w.grad.item() == 1000.0
-    assert probe.depths == list(range(1001))
-    # Awaited nested backwards spill to a fresh task of the same loop every `limit` levels.
-    assert len(probe.tasks) >= 1000 // (max_depth or 60)
+    # Every `limit` levels a nested backward spills to a fresh stack: a new thread
+    # from a plain backward (blocking), a new task of the loop from an async one.
+    stacks = probe.threads if blocking_backward else probe.tasks
+    assert len(stacks) >= 1000 // (max_depth or 60)
 
 
 async def test_spilled_backward_in_a_worker_keeps_the_callers_ambient_state() -> None:
