@@ -92,24 +92,19 @@ def test_same_gradients_blocking(use_reentrant: bool) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("awaited", [True, False], ids=["awaited", "blocking-inside-a-running-loop"])
 @pytest.mark.parametrize("use_reentrant", VARIANTS)
-async def test_same_gradients_awaited(use_reentrant: bool) -> None:
+async def test_same_gradients_on_a_running_loop(use_reentrant: bool, awaited: bool) -> None:
     expected, next_draw = plain_grads(p=0.3)
     t = tensors(agrad, arrays())
     agrad.manual_seed(7)
-    await loss_of(agrad, t, use_reentrant, p=0.3).backward()
+    loss = loss_of(agrad, t, use_reentrant, p=0.3)
+    if awaited:
+        await loss.backward()
+    else:
+        loss.backward_sync()
     assert_same_grads(grads_of(t), expected)
     np.testing.assert_array_equal(agrad.rand(3).numpy(), next_draw)
-
-
-@pytest.mark.anyio
-@pytest.mark.parametrize("use_reentrant", VARIANTS)
-async def test_blocking_twin_inside_a_running_loop(use_reentrant: bool) -> None:
-    expected, _ = plain_grads(p=0.3)
-    t = tensors(agrad, arrays())
-    agrad.manual_seed(7)
-    loss_of(agrad, t, use_reentrant, p=0.3).backward_sync()
-    assert_same_grads(grads_of(t), expected)
 
 
 @pytest.mark.anyio
