@@ -10,10 +10,11 @@ differently; the logic exists once.
 
 Mapping to PyTorch's ``engine.cpp``: ``dependencies``, ``not_ready``,
 ``exec_info``, ``captured``, ``keep_graph`` and ``reentrant_depth`` are
-GraphTask's fields of the same names; ``_pre`` + ``node.apply`` + ``_post`` are
-``evaluate_function``/``call_function``; ``route`` is the loop at the end of
-``evaluate_function`` with ``validate_outputs`` folded in; the input buffers
-are plain lists summed in place of ``InputBuffer::add``.
+GraphTask's fields of the same names; ``_pre`` + ``node.apply`` +
+``_complete`` are ``evaluate_function``/``call_function``, ``_complete``
+ending with the loop at the end of ``evaluate_function`` with
+``validate_outputs`` folded in; the input buffers are plain lists summed in
+place of ``InputBuffer::add``.
 """
 
 from __future__ import annotations
@@ -201,20 +202,23 @@ class GraphTask:
         self.ready.push(root, root_buffer, self.reentrant_depth)
 
     def _compute_dependencies(self, root: Node, min_topo: int) -> None:
+        # A node enters ``deps`` when first reached, so ``deps`` doubles as the
+        # seen set (the root is never reached again: the graph is acyclic).
         deps = self.dependencies
-        seen = {root}
         stack = [root]
+        pop, push = stack.pop, stack.append
         while stack:
-            fn = stack.pop()
+            fn = pop()
             if fn.topological_nr < min_topo:
                 continue
             for edge in fn.next_edges:
                 if edge is not None:
                     nxt = edge[0]
-                    deps[nxt] = deps.get(nxt, 0) + 1
-                    if nxt not in seen:
-                        seen.add(nxt)
-                        stack.append(nxt)
+                    if nxt in deps:
+                        deps[nxt] += 1
+                    else:
+                        deps[nxt] = 1
+                        push(nxt)
 
     def _init_to_execute(self, root: Node, outputs: Sequence[Edge], accumulate_grad: bool,
                          min_topo: int) -> None:
@@ -350,7 +354,6 @@ class GraphTask:
     # (``Node.offload``), and ``engine_options`` changes the threshold.
     def _execute(self, options: EngineOptions | None) -> Generator[Any, Any, None]:
         ready = self.ready
-        pop = ready.pop
         inbox = self._inbox
         keep_graph = self.keep_graph
         check_nan = anomaly_enabled.get() and anomaly_check_nan.get()
@@ -382,8 +385,9 @@ class GraphTask:
                 else:
                     yield WAIT
                 continue
-            elif ready:
-                node, inputs = pop()
+            elif (popped := ready.lone) is not None or (popped := ready.pop()) is not None:
+                ready.lone = None  # taken (Note [The lone ready node])
+                _, node, inputs = popped
                 try:
                     if (node._tensor_pre_hooks is not None or node._retains_grad is not None
                             or node._pre_hooks is not None or self.exec_info is not None):
@@ -417,11 +421,17 @@ class GraphTask:
 
     def _complete(self, node: Node, inputs: list[Any], outputs: Sequence[Any], keep_graph: bool,
                   check_nan: bool, fused: Node | None = None) -> None:
-        """After a node's kernel: post hooks, release saved tensors, route (loop thread).
+        """After a node's kernel: post hooks, release saved tensors, then send each
+        output gradient along its edge and queue the nodes that become ready.
 
+        Each gradient is first conformed to the input it flows to: summed down
+        to that input's shape (this is where broadcasting is undone, once for
+        all ops) and cast to its dtype, as PyTorch's ``validate_outputs`` does.
         ``fused`` is the successor that already ran after it in the same thread
         (Note [Offloaded chains]): its one dependency is met, there is nothing
-        to route.
+        to route.  This is the engine's hottest function: the common case (no
+        hooks, a node whose every input arrives at once) takes no call but the
+        node's release and the ready queue's push.
         """
         if node._post_hooks is not None:
             outputs = self._post_hooks(node, inputs, outputs)
@@ -431,8 +441,50 @@ class GraphTask:
             _check_nan(node, outputs)
         if fused is not None:
             del self.dependencies[fused]
-        elif outputs:
-            self.route(node, outputs)
+            return
+        edges = node.next_edges
+        if len(outputs) != len(edges):
+            _check_count(node, outputs)
+        deps = self.dependencies
+        not_ready = self.not_ready
+        ready = self.ready
+        i = -1
+        for edge in edges:
+            i += 1
+            if edge is None:
+                continue
+            fn, input_nr = edge
+            g = outputs[i]
+            if g is not None:
+                shape, dtype = fn._input_meta[input_nr]
+                data = g._data
+                if data.shape != shape or (data.dtype is not dtype and data.dtype != dtype):
+                    g = _conform(g, shape, dtype, node, i)
+            remaining = deps[fn] - 1
+            if remaining:
+                deps[fn] = remaining
+            else:
+                del deps[fn]
+            buffer = not_ready.get(fn) if not_ready else None
+            if buffer is None:
+                if self.exec_info is not None and not self.needed(fn):
+                    continue
+                if not remaining and len(fn._input_meta) == 1:  # a node with one input, complete now
+                    if ready.lone is None and not ready.heap:  # Note [The lone ready node]
+                        ready.lone = (self.reentrant_depth, fn, [g])
+                    else:
+                        ready.push(fn, [g], self.reentrant_depth)
+                    continue
+                buffer = [None] * len(fn._input_meta)
+                if remaining:
+                    not_ready[fn] = buffer
+            elif not remaining:
+                del not_ready[fn]
+            if g is not None:
+                old = buffer[input_nr]
+                buffer[input_nr] = g if old is None else old + g
+            if not remaining:
+                ready.push(fn, buffer, self.reentrant_depth)
 
     # Note [Offloaded chains]
     # ~~~~~~~~~~~~~~~~~~~~~~~
@@ -550,48 +602,6 @@ class GraphTask:
             if new is not None:
                 outputs = list(new)
         return outputs
-
-    def route(self, node: Node, outputs: Sequence[Any]) -> None:
-        """Send each output gradient along its edge; queue nodes that become ready.
-
-        Each gradient is first conformed to the input it flows to: summed down
-        to that input's shape (this is where broadcasting is undone, once for
-        all ops) and cast to its dtype, as PyTorch's ``validate_outputs`` does.
-        """
-        edges = node.next_edges
-        _check_count(node, outputs)
-        deps = self.dependencies
-        not_ready = self.not_ready
-        for i, edge in enumerate(edges):
-            if edge is None:
-                continue
-            fn, input_nr = edge
-            g = outputs[i]
-            if g is not None:
-                shape, dtype = fn._input_meta[input_nr]
-                data = g._data
-                if data.shape != shape or (data.dtype is not dtype and data.dtype != dtype):
-                    g = _conform(g, shape, dtype, node, i)
-            remaining = deps[fn] - 1
-            buffer = not_ready.get(fn)
-            if buffer is None:
-                if self.exec_info is not None and not self.needed(fn):
-                    if remaining:
-                        deps[fn] = remaining
-                    else:
-                        del deps[fn]
-                    continue
-                buffer = [None] * len(fn._input_meta)
-            if g is not None:
-                old = buffer[input_nr]
-                buffer[input_nr] = g if old is None else old + g
-            if remaining:
-                deps[fn] = remaining
-                not_ready[fn] = buffer
-            else:
-                del deps[fn]
-                not_ready.pop(fn, None)
-                self.ready.push(fn, buffer, self.reentrant_depth)
 
     # -- staging and completion ----------------------------------------------
     def stage(self, variable: Tensor, grad: Tensor, is_leaf: bool) -> None:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from agrad._engine._graph_task import GraphTask
     from agrad._tensor import Tensor
 
-__all__ = ["Node", "Edge", "AccumulateGrad", "GraphRoot", "SavedTensor", "next_sequence_nr"]
+__all__ = ["Node", "Edge", "AccumulateGrad", "GraphRoot", "SavedTensor", "next_sequence_nr", "single_input_meta"]
 
 # Note [Sequence numbers]
 # ~~~~~~~~~~~~~~~~~~~~~~~
@@ -41,10 +41,35 @@ next_sequence_nr = itertools.count().__next__
 
 
 class Edge(NamedTuple):
-    """An edge of the backward graph: gradient goes to ``function``'s input ``input_nr``."""
+    """An edge of the backward graph: gradient goes to ``function``'s input ``input_nr``.
+
+    Recording stores plain ``(function, input_nr)`` tuples in ``next_edges``
+    (a NamedTuple's constructor is a Python call, on every recorded op's
+    path); the engine only indexes them.  Edges handed to users are Edges.
+    """
 
     function: "Node"
     input_nr: int
+
+
+# Note [Shared input metadata]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Every node of a table op has one input whose (shape, dtype) the engine
+# checks gradients against.  Graphs repeat a handful of them, so the
+# ``_input_meta`` tuples are shared through a small cache: a 200,000-node
+# chain then holds two tuples and a shape per node fewer (about 150 bytes).
+_META: dict[tuple[tuple[int, ...], Any], tuple[tuple[tuple[int, ...], Any]]] = {}
+
+
+def single_input_meta(data: Any) -> tuple[tuple[tuple[int, ...], Any]]:
+    """The shared ``_input_meta`` of a node whose one input is ``data``-shaped."""
+    key = (data.shape, data.dtype)
+    meta = _META.get(key)
+    if meta is None:
+        if len(_META) >= 4096:
+            _META.clear()
+        meta = _META[key] = (key,)
+    return meta
 
 
 class Node:
@@ -60,7 +85,7 @@ class Node:
     __slots__ = (
         "next_edges", "sequence_nr", "topological_nr", "_input_meta",
         "_pre_hooks", "_post_hooks", "_tensor_pre_hooks", "_retains_grad",
-        "_trace", "metadata", "_work", "__weakref__",
+        "_trace", "_metadata", "_work", "__weakref__",
     )
 
     # True for custom Functions whose backward is ``async def``: the drivers
@@ -78,14 +103,14 @@ class Node:
         self.sequence_nr = next_sequence_nr()
         self.topological_nr = 0
         # (shape, dtype) of each forward output: gradients arriving here are
-        # checked and reduced against it (see GraphTask.route).
+        # checked and reduced against it (see GraphTask._complete).
         self._input_meta: tuple[tuple[tuple[int, ...], Any], ...] = ()
         self._pre_hooks: dict[int, Callable] | None = None
         self._post_hooks: dict[int, Callable] | None = None
         self._tensor_pre_hooks: dict[int, dict[int, Callable]] | None = None
         self._retains_grad: dict[int, Any] | None = None
         self._trace: list[str] | None = None
-        self.metadata: dict[str, Any] = {}
+        self._metadata: dict[str, Any] | None = None  # created on first use: most nodes never need one
         # Array elements the backward kernel touches, roughly: the gradients it
         # receives plus the tensors it saved; set when the node is recorded.
         # The engine compares it with the offload threshold (Note [Offload threshold]).
@@ -96,13 +121,20 @@ class Node:
         self.next_edges = tuple(edges)
         topo = 0
         for e in self.next_edges:
-            if e is not None and e.function.topological_nr >= topo:
-                topo = e.function.topological_nr + 1
+            if e is not None and e[0].topological_nr >= topo:
+                topo = e[0].topological_nr + 1
         self.topological_nr = topo
 
     @property
+    def metadata(self) -> dict[str, Any]:
+        """A dict for the user's own data about this node (PyTorch's ``Node.metadata``)."""
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    @property
     def next_functions(self) -> tuple[tuple["Node | None", int], ...]:
-        return tuple((e.function, e.input_nr) if e is not None else (None, 0) for e in self.next_edges)
+        return tuple((e[0], e[1]) if e is not None else (None, 0) for e in self.next_edges)
 
     def name(self) -> str:
         return type(self).__name__
@@ -179,7 +211,7 @@ class AccumulateGrad(Node):
         super().__init__()
         self.sequence_nr = sys.maxsize
         self.variable = variable
-        self._input_meta = ((variable._data.shape, variable._data.dtype),)
+        self._input_meta = single_input_meta(variable._data)
         # A leaf's hooks live on the tensor (they outlive this weakly cached
         # node); the node shares the tensor's dict as its tensor pre-hooks.
         if variable._hooks is not None:

@@ -24,7 +24,7 @@ An entry (in the family modules ``_elementwise.py``, ``_reductions.py``,
   input; ``vjp=None`` a non-differentiable op (comparisons).
 * Broadcasting is undone in one place, the engine's routing, which reduces a
   gradient to the shape of the forward input it flows to (see
-  ``GraphTask.route``) — so no vjp has to.
+  ``GraphTask._complete``) — so no vjp has to.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import numpy as np
 from agrad import _dtype
 from agrad._grad_mode import grad_enabled
 from agrad._graph._anomaly import anomaly_enabled
-from agrad._graph._node import _FREED, Edge, Node, SavedTensor
+from agrad._graph._node import _FREED, Node, SavedTensor, single_input_meta
 from agrad._tensor import Tensor
 
 __all__ = ["OpDef", "defop", "apply", "REGISTRY"]
@@ -66,8 +66,10 @@ class OpDef:
     ref: Callable[[Any], Callable[..., Any]] | None = None
     check: dict[str, float] = field(default_factory=dict)
     saved: tuple[str, ...] = ()
-    save_plans: tuple[tuple[tuple[int, Any], ...], ...] = ()
-    calls: tuple[Callable[[Any, Any], Any] | None, ...] = ()
+    # Per mask of inputs needing grad: (what to save, whether that holds a tensor).
+    save_plans: tuple[tuple[tuple[tuple[int, Any], ...], bool], ...] = ()
+    # Per input: its vjp and the indices of the saved values it takes after ``g``.
+    calls: tuple[tuple[Callable[..., Any] | None, tuple[int, ...]], ...] = ()
     vjp_args: tuple[tuple[int, ...], ...] = ()
     node_cls: type = Node
     # Ops whose PyTorch node name depends on their attributes (SumBackward0 for
@@ -89,6 +91,26 @@ class OpDef:
 REGISTRY: dict[str, OpDef] = {}
 
 
+# Note [Saved values]
+# ~~~~~~~~~~~~~~~~~~~
+# A node's ``_saved`` is a *list* when it holds a SavedTensor and a *tuple*
+# when it holds only shapes and attributes.  A backward that does not keep
+# the graph frees the list (PyTorch's ``release_variables``) but keeps the
+# tuple: a node that saved no tensor can be backpropagated again, as in
+# PyTorch.  The type says which at no cost, so releasing is one check per node.
+def _unpack(saved: list[Any], node: Node) -> list[Any]:
+    """The saved values with each SavedTensor (alone or in a variadic op's tuple)
+    unpacked, which checks its version; see Note [Saved values]."""
+    out = []
+    for s in saved:
+        if type(s) is SavedTensor:
+            s = s.unpack(node)
+        elif type(s) is tuple and s and type(s[0]) is SavedTensor:
+            s = tuple([x.unpack(node) for x in s])
+        out.append(s)
+    return out
+
+
 class OpNode(Node):
     """Backward node of a table op: applies the entry's vjps to the saved values."""
 
@@ -96,40 +118,32 @@ class OpNode(Node):
     op: OpDef
 
     def apply(self, grads: list[Any], task: Any) -> Sequence[Any]:
+        # The backward's hottest function: plain loops (a comprehension costs a
+        # function object per call on 3.11) and each vjp called directly.
         g = grads[0]
         if g is None:
             return [None] * len(self.next_edges)
-        return self._vjps(g, self._unpacked(), task)
-
-    def _unpacked(self) -> Any:
-        """The saved values, tensors unpacked (version-checked); raises once freed."""
         saved = self._saved
-        if saved is None:
+        if type(saved) is list:  # holds tensors (Note [Saved values])
+            saved = _unpack(saved, self)
+        elif saved is None:
             raise RuntimeError(_FREED)
-        if not saved:
-            return saved
-        return [s.unpack(self) if type(s) is SavedTensor
-                else tuple(x.unpack(self) for x in s) if type(s) is tuple and s and type(s[0]) is SavedTensor
-                else s for s in saved]
-
-    def _vjps(self, g: Any, saved: Any, task: Any) -> list[Any]:
-        exec_info = task.exec_info if task is not None else None
+        needed = None if task is None or task.exec_info is None else task.needed
         out = []
-        for edge, call in zip(self.next_edges, self.op.calls):
-            if edge is None or (exec_info is not None and not task.needed(edge[0])):
+        for edge, (vjp, idx) in zip(self.next_edges, self.op.calls):
+            if edge is None or (needed is not None and not needed(edge[0])):
                 out.append(None)
+            elif not idx:
+                out.append(vjp(g))
+            elif len(idx) == 1:
+                out.append(vjp(g, saved[idx[0]]))
             else:
-                out.append(call(g, saved))
+                out.append(vjp(g, *map(saved.__getitem__, idx)))
         return out
 
     def release_variables(self) -> None:
-        # Only saved *tensors* are freed (PyTorch's release_variables): a node
-        # that saved just shapes or attributes can be backpropagated again.
-        if self._saved:
-            for s in self._saved:
-                if type(s) is SavedTensor:
-                    self._saved = None
-                    return
+        if type(self._saved) is list:  # Note [Saved values]
+            self._saved = None
 
 
 def _as_constant(value: Any, dt: _dtype.dtype | None) -> Tensor:
@@ -226,7 +240,7 @@ def apply(op: OpDef, args: Sequence[Any], attrs: dict[str, Any]) -> Tensor:
     """Run ``op`` forward on ``args`` and, if grad mode is on and any input
     requires grad, record its backward Node.  The hot path of every op."""
     tensors, arrays = _coerce(op, args)
-    out = op.forward(np, *arrays, **attrs)
+    out = op.forward(np, *arrays, **attrs) if attrs else op.forward(np, *arrays)
     if type(out) is not _ndarray:
         out = np.asarray(out)
     result = Tensor._make(out)
@@ -256,7 +270,7 @@ def record(op: OpDef, tensors: Sequence[Tensor], attrs: dict[str, Any], result: 
         if fn is None or vjp is None:
             edges.append(None)
             continue
-        edges.append(Edge(fn, nr))
+        edges.append((fn, nr))
         mask |= 1 << i
         if fn.topological_nr > topo:
             topo = fn.topological_nr
@@ -265,10 +279,11 @@ def record(op: OpDef, tensors: Sequence[Tensor], attrs: dict[str, Any], result: 
     node = op.node_cls() if op.node_for is None else op.node_classes[op.node_for(**attrs)]()
     node.next_edges = tuple(edges)
     node.topological_nr = topo + 1
-    node._input_meta = ((result._data.shape, result._data.dtype),)
-    saved = []
+    node._input_meta = single_input_meta(result._data)
+    saved: list[Any] = []
     work = result._data.size  # the gradient it will receive
-    for kind, key in op.save_plans[mask]:
+    plan, holds_tensors = op.save_plans[mask]
+    for kind, key in plan:
         if kind == _SAVE_NOTHING:
             saved.append(None)
         elif kind == _SAVE_INPUT:
@@ -281,7 +296,7 @@ def record(op: OpDef, tensors: Sequence[Tensor], attrs: dict[str, Any], result: 
             saved.append(attrs[key])
         else:
             saved.append(tensors[key]._data.shape)
-    node._saved = tuple(saved)
+    node._saved = saved if holds_tensors else tuple(saved)  # Note [Saved values]
     node._work = work if op.work is None else op.work(tensors, result)
     if anomaly_enabled.get():
         node._record_trace()
@@ -308,20 +323,6 @@ def _make_view(op: OpDef, attrs: dict[str, Any], src: Tensor, view: Tensor) -> N
     view._view_version = src._version_counter[0]
 
 
-def _bind(vjp: Callable[..., Any], idx: tuple[int, ...]) -> Callable[[Any, Any], Any]:
-    """``call(g, saved)`` applying ``vjp`` to the saved values it names, without a
-    per-call list (the backward's hottest call)."""
-    if not idx:
-        return lambda g, saved: vjp(g)
-    if len(idx) == 1:
-        (a,) = idx
-        return lambda g, saved: vjp(g, saved[a])
-    if len(idx) == 2:
-        a, b = idx
-        return lambda g, saved: vjp(g, saved[a], saved[b])
-    return lambda g, saved: vjp(g, *[saved[k] for k in idx])
-
-
 # Note [Variadic ops]
 # ~~~~~~~~~~~~~~~~~~~
 # ``cat``/``stack``-like ops take any number of tensors: their forward is
@@ -334,13 +335,13 @@ def _record_variadic(op: OpDef, tensors: Sequence[Tensor], attrs: dict[str, Any]
     for t in tensors:
         if t._base is not None:
             t._refresh_view()  # Note [View grad_fn regeneration]
-        edges.append(Edge(t._grad_fn, t._output_nr) if t._grad_fn is not None
+        edges.append((t._grad_fn, t._output_nr) if t._grad_fn is not None
                      else t._gradient_edge() if t._requires_grad else None)
     if all(e is None for e in edges):
         return result
     node = op.node_cls() if op.node_for is None else op.node_classes[op.node_for(**attrs)]()
     node.set_next_edges(edges)
-    node._input_meta = ((result._data.shape, result._data.dtype),)
+    node._input_meta = single_input_meta(result._data)
     name = op.inputs[0]
     saved = []
     work = result._data.size
@@ -355,7 +356,7 @@ def _record_variadic(op: OpDef, tensors: Sequence[Tensor], attrs: dict[str, Any]
             work += result._data.size
         else:
             saved.append(attrs[p])
-    node._saved = tuple(saved)
+    node._saved = saved if name in op.saved or "out" in op.saved else tuple(saved)  # Note [Saved values]
     node._work = work if op.work is None else op.work(tensors, result)
     if anomaly_enabled.get():
         node._record_trace()
@@ -368,15 +369,21 @@ class VariadicOpNode(OpNode):
 
     __slots__ = ()
 
-    def _vjps(self, g: Any, saved: Any, task: Any) -> list[Any]:
-        out = self.op.calls[0](g, saved)
+    def apply(self, grads: list[Any], task: Any) -> Sequence[Any]:
+        g = grads[0]
+        if g is None:
+            return [None] * len(self.next_edges)
+        saved = self._saved
+        if type(saved) is list:  # holds tensors (Note [Saved values])
+            saved = _unpack(saved, self)
+        elif saved is None:
+            raise RuntimeError(_FREED)
+        vjp, idx = self.op.calls[0]
+        out = vjp(g, *map(saved.__getitem__, idx))
         return [None if e is None else o for e, o in zip(self.next_edges, out)]
 
-    def release_variables(self) -> None:
-        self._saved = None
 
-
-def _save_plans(op: OpDef) -> tuple[tuple[tuple[int, Any], ...], ...]:
+def _save_plans(op: OpDef) -> tuple[tuple[tuple[tuple[int, Any], ...], bool], ...]:
     """One save plan per mask of inputs that require grad (Note [Saving only what is needed])."""
     entries = []
     for name in op.saved:
@@ -391,7 +398,8 @@ def _save_plans(op: OpDef) -> tuple[tuple[tuple[int, Any], ...], ...]:
     plans = []
     for mask in range(1 << len(op.inputs)):
         used = {k for i, idx in enumerate(op.vjp_args) if mask >> i & 1 for k in idx}
-        plans.append(tuple(e if k in used else (_SAVE_NOTHING, None) for k, e in enumerate(entries)))
+        plan = tuple(e if k in used else (_SAVE_NOTHING, None) for k, e in enumerate(entries))
+        plans.append((plan, any(kind in (_SAVE_INPUT, _SAVE_OUTPUT) for kind, _ in plan)))
     return tuple(plans)
 
 
@@ -548,7 +556,7 @@ def defop(
             op.saved = tuple(saved)
             op.vjp_args = tuple(tuple(saved.index(p) for p in ps) for ps in arg_names)
             op.save_plans = _save_plans(op)
-            op.calls = tuple(None if f is None else _bind(f, idx) for f, idx in zip(vjps, op.vjp_args))
+            op.calls = tuple(zip(vjps, op.vjp_args))
             base = VariadicOpNode if variadic else OpNode
             op.node_classes = {n: type(n, (base,), {"__slots__": (), "op": op}) for n in names}
             op.node_cls = op.node_classes[node_name]
@@ -562,10 +570,19 @@ def defop(
         public.__doc__ = forward.__doc__
         op.public = public
         REGISTRY[name] = op
+        # Operators take exactly one operand: without a parser they go straight
+        # to ``apply``, skipping the public function's argument handling.
+        defaults = op.attrs
         for m in methods:
-            setattr(Tensor, m, public)
+            if parse is None and m.startswith("__") and len(inputs) == 2:
+                setattr(Tensor, m, lambda self, other: apply(op, (self, other), defaults))
+            else:
+                setattr(Tensor, m, public)
         for m in rmethods:
-            setattr(Tensor, m, lambda self, other, _f=public: _f(other, self))
+            if parse is None:
+                setattr(Tensor, m, lambda self, other: apply(op, (other, self), defaults))
+            else:
+                setattr(Tensor, m, lambda self, other, _f=public: _f(other, self))
         for m in inplace:
             setattr(Tensor, m, _inplace(public, m))
         return public

@@ -103,7 +103,7 @@ def clone(xp, input):
 @defop(ref=lambda torch: lambda x, dtype: x.to(dtype), check={"eps": 1e-3, "atol": 1e-4, "rtol": 1e-3},
        vjp=lambda g: g, node="ToCopyBackward0", samples=lambda rng: [((_r(rng, 3),), {"dtype": _dtype.float32})])
 def _to_dtype(xp, input, *, dtype):
-    """Cast to ``dtype``; the engine casts the gradient back (see GraphTask.route)."""
+    """Cast to ``dtype``; the engine casts the gradient back (see GraphTask._complete)."""
     return input.astype(dtype.np)
 
 
