@@ -34,9 +34,7 @@ import argparse
 import asyncio
 import json
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import time
 import tracemalloc
@@ -46,7 +44,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench_core  # noqa: E402  (the machine header)
+from _harness import machine_info, peak_rss_mib, rss_mib, spawn_json  # noqa: E402
 
 LAYERS, WIDTH, BATCH, SEGMENTS = 32, 256, 2048, 4
 # system -> (library, checkpointing: None, "reentrant" or "non-reentrant", how agrad runs the backward)
@@ -68,15 +66,6 @@ def _arrays(width: int, batch: int, seed: int = 0) -> tuple[list[np.ndarray], np
         params.append((rng.standard_normal((width, width)) * np.sqrt(2.0 / width)).astype(np.float32))
         params.append(np.zeros(width, np.float32))
     return params, rng.standard_normal((batch, width)).astype(np.float32)
-
-
-def _rss_mib() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
-def _peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
 def _step_fn(library: str, mode: str | None, driver: str, width: int = WIDTH, batch: int = BATCH
@@ -134,9 +123,9 @@ def run_one(name: str, repeats: int, warmup: int) -> dict[str, Any]:
     # library sets up lazily, without raising the process's high-water mark.
     _step_fn(library, mode, driver, width=16, batch=4)[0]()
     step, grads = _step_fn(library, mode, driver)
-    before = _rss_mib()
+    before = rss_mib()
     step()
-    peak = _peak_rss_mib() - before
+    peak = peak_rss_mib() - before
     result: dict[str, Any] = {"peak_rss_mib": peak}
     g = grads()
     result["grad_checksums"] = [float(np.abs(a).sum()) for a in g]
@@ -158,9 +147,7 @@ def run_one(name: str, repeats: int, warmup: int) -> dict[str, Any]:
 
 
 def _spawn(name: str, repeats: int, warmup: int) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", name, "--repeats", str(repeats),
-                          "--warmup", str(warmup)], check=True, capture_output=True, text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return spawn_json(__file__, ["--child", name, "--repeats", str(repeats), "--warmup", str(warmup)])
 
 
 def _check_gradients(results: dict[str, list[dict[str, Any]]]) -> None:
@@ -186,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(run_one(args.child, repeats, args.warmup)))
         return 0
 
-    print(bench_core.machine_info())
+    print(machine_info())
     print(f"settings   {LAYERS} layers of relu(linear), width {WIDTH}, batch {BATCH}, float32; checkpoint_sequential "
           f"with {SEGMENTS} segments; {repeats} timed steps per subprocess after {args.warmup} warm-up, two rounds\n")
     names = list(SYSTEMS)

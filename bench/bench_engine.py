@@ -28,7 +28,7 @@ Five measurements, in one process, each printed as a table:
   against the same 64 awaited one after another and run blocking one after
   another; a small MLP (256-256-10, batch 32: every kernel below the offload
   threshold) and a medium one (512-512-512-10, batch 128: its matmuls above).
-* **per-node overhead** — bench_core's 4000-node chain on (1,) arrays, awaited
+* **per-node overhead** — bench_perf's W1, the 4000-node chain on (1,) arrays, awaited
   and blocking: the scheduler (slice checks, offload decisions) should cost
   nothing on small nodes, which all run inline.
 * **offload threshold** — the cost of sending one node to a thread and back:
@@ -38,7 +38,7 @@ Five measurements, in one process, each printed as a table:
   offloaded, for one chain and for two independent chains.  This is the
   measurement behind the default threshold (Note [Offload threshold]).
 
-Throughput, branches and overhead use bench_core's block timing (A B C … C B
+Throughput, branches and overhead use ``_harness``'s block timing (A B C … C B
 A, per-block medians printed); responsiveness alternates modes sample by
 sample, each sample on a fresh event loop.  Gradients of the systems are
 checked to agree before timing.  ``--plot PATH`` also draws the figures as a
@@ -68,8 +68,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench_core  # noqa: E402  (the shared timing harness and machine header)
-from bench_core import Measurement, System, check_same_gradients, measure  # noqa: E402
+import bench_perf  # noqa: E402  (the W1 chain and the MLP)
+from _harness import Measurement, System, check_same_gradients, format_table, machine_info, measure  # noqa: E402
 
 import agrad  # noqa: E402
 from agrad._engine._options import current_options  # noqa: E402
@@ -393,7 +393,7 @@ def throughput_systems(batch: int, sizes: Sequence[int]) -> tuple[list[System], 
         for params, _, _ in models:
             for p in params:
                 p.grad = None
-        return [bench_core._agrad_mlp_loss(params, x, y) for params, x, y in models]
+        return [bench_perf.mlp_loss(agrad, params, x, y) for params, x, y in models]
 
     def task_group(offload: str) -> Callable[[], Any]:
         async def sample() -> float:
@@ -440,10 +440,8 @@ def throughput_systems(batch: int, sizes: Sequence[int]) -> tuple[list[System], 
 
 
 def chain_systems() -> tuple[list[System], dict[str, list[np.ndarray]]]:
-    """bench_core's chain, agrad's two drivers only."""
-    systems, grads = bench_core.chain_systems()
-    keep = ("agrad await", "agrad blocking")
-    return [s for s in systems if s.label in keep], {k: grads[k] for k in keep}
+    """bench_perf's W1 chain, agrad's two drivers only."""
+    return bench_perf.build(bench_perf.W1, bench_perf.AGRAD)
 
 
 # -- 5. the offload threshold --------------------------------------------------------------------
@@ -502,16 +500,8 @@ def threshold_sweep(repeats: int, new_loop: Callable[[], asyncio.Runner]) -> lis
 # -- report ------------------------------------------------------------------------------------------
 
 
-def format_table(title: str, unit: str, scale: float, results: Sequence[Measurement], ref: str) -> str:
-    by = {m.system.label: m for m in results}
-    n = sum(len(b) for b in results[0].blocks)
-    lines = [f"{title}  [{unit}, median of {n} samples in 2 blocks]",
-             f"  {'system':<20}{'median':>10}{'block 1':>10}{'block 2':>10}{'/ ' + ref:>22}"]
-    for m in results:
-        b1, b2 = (v * scale for v in m.block_medians())
-        lines.append(f"  {m.system.label:<20}{m.median * scale:>10.3f}{b1:>10.3f}{b2:>10.3f}"
-                     f"{m.median / by[ref].median:>21.3f}x")
-    return "\n".join(lines)
+def _table(title: str, unit: str, scale: float, results: Sequence[Measurement], ref: str) -> str:
+    return format_table(title, unit, scale, results, {f"/ {ref}": ref})
 
 
 def plot(path: str, resp: dict[str, Any], ratios: dict[str, float], sweep: list[dict[str, float]]) -> None:
@@ -588,7 +578,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         new_loop = asyncio.Runner
 
-    header = bench_core.machine_info().splitlines()
+    header = machine_info().splitlines()
     header[-1] = f"event loop {args.loop}" + (f" {__import__('uvloop').__version__}" if args.loop == "uvloop" else "")
     header.append(f"engine     agrad.get_num_interop_threads()={agrad.get_num_interop_threads()}, "
                   f"defaults {current_options()}")
@@ -618,7 +608,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_same_gradients(f"branches {kind.name}", grads, rtol=1e-4, atol=1e-4)
             results = measure(systems, warmup, repeats, pause)
             by = {m.system.label: m.median for m in results}
-            print(format_table(f"parallel branches ({kind.name}): {BRANCHES} branches x {BRANCH_DEPTH} "
+            print(_table(f"parallel branches ({kind.name}): {BRANCHES} branches x {BRANCH_DEPTH} "
                                f"on ({BRANCH_N},) float32, backward", "ms", 1e3, results, "agrad inline"))
             ratios[f"agrad offload vs inline ({kind.name})"] = by["agrad inline"] / by["agrad offload"]
             ratios[f"numpy 2 threads vs serial ({kind.name})"] = by["numpy serial"] / by["numpy 2 threads"]
@@ -632,14 +622,14 @@ def main(argv: Sequence[str] | None = None) -> int:
          f"throughput: {N_MLP} MLP backwards ({'-'.join(map(str, sizes))}, batch {batch}, own graphs)",
          "ms total", 1e3, "blocking, in turn") for name, batch, sizes in MLPS if "throughput" in only]
     sections.extend([] if "overhead" not in only else [("chain", chain_systems,
-                     f"overhead: backward of bench_core's {bench_core.CHAIN_NODES}-node chain on (1,) float32",
-                     "µs/node", 1e6 / bench_core.CHAIN_NODES, "agrad blocking")])
+                     f"overhead: backward of bench_perf's W1, the {bench_perf.CHAIN_NODES}-node chain on (1,) "
+                     "float32", "µs/node", bench_perf.W1.per, "agrad blocking")])
     for name, build, title, unit, scale, ref in sections:
         section = _clock()
         systems, grads = build()
         check_same_gradients(name, grads, rtol=1e-5, atol=1e-7)
         results = measure(systems, warmup, repeats, pause)
-        print(format_table(title, unit, scale, results, ref))
+        print(_table(title, unit, scale, results, ref))
         if name.startswith("throughput"):
             by = {m.system.label: m.median for m in results}
             size = name.split()[1]
