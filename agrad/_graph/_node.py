@@ -85,7 +85,7 @@ class Node:
     __slots__ = (
         "next_edges", "sequence_nr", "topological_nr", "_input_meta",
         "_pre_hooks", "_post_hooks", "_tensor_pre_hooks", "_retains_grad",
-        "_trace", "_metadata", "_work", "__weakref__",
+        "_trace", "_metadata", "_work", "_mark", "__weakref__",
     )
 
     # True for custom Functions whose backward is ``async def``: the drivers
@@ -115,6 +115,7 @@ class Node:
         # receives plus the tensors it saved; set when the node is recorded.
         # The engine compares it with the offload threshold (Note [Offload threshold]).
         self._work = 0
+        self._mark: object = None  # the last dependency count that reached it (Note [Counting dependencies])
 
     # -- the graph ---------------------------------------------------------
     def set_next_edges(self, edges: Sequence[Edge | None]) -> None:

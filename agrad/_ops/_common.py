@@ -55,8 +55,8 @@ def _expand_reduced(g: Tensor, shape: tuple[int, ...], dim: Any, keepdim: bool) 
         for d in dims:
             kept.insert(d, 1)
         g = g.reshape(kept)
-    elif dim is None and not keepdim:
-        g = g.reshape((1,) * len(shape))
+    elif dim is None and not keepdim and g.ndim:
+        g = g.reshape((1,) * len(shape))  # (a 0-d gradient, the usual case, expands as is)
     return g.expand(shape)
 
 

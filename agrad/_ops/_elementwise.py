@@ -128,16 +128,53 @@ def log(xp, input):
     return xp.log(input)
 
 
+# Note [Fused backward kernels]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Written in agrad ops, tanh's vjp ``g * (1 - out * out)`` is three ops: three
+# dispatches and three temporaries, where PyTorch calls one kernel,
+# ``tanh_backward``.  The activations' vjps call such fused ops, which are
+# ops like any other (so ``create_graph`` differentiates them: their own vjps
+# call them again) and whose numpy forward reuses one temporary.  PyTorch's
+# names and node names are kept (``TanhBackwardBackward0``...), and their
+# samples are checked against ``torch.ops.aten``.
+def _backward_samples(out):  # type: ignore[no-untyped-def]
+    """Samples ``(grad, output)`` with ``output`` drawn from the forward's range."""
+    return lambda rng: [((_r(rng, 3, 4), out(_r(rng, 3, 4))), {}), ((_r(rng), np.asarray(out(_r(rng)))), {})]
+
+
+@defop(ref=lambda torch: torch.ops.aten.tanh_backward,
+       vjp=(lambda g, output: _tanh_backward(g, output), lambda g, grad, output: -2 * g * grad * output),
+       node="TanhBackwardBackward0", promote=True, samples=_backward_samples(np.tanh))
+def _tanh_backward(xp, grad, output):
+    """``grad * (1 - output**2)``: tanh's backward given its output, as one kernel."""
+    t = xp.multiply(output, output, out=xp.empty_like(output))  # an array even when 0-d
+    xp.subtract(1, t, out=t)
+    t *= grad
+    return t
+
+
 @defop(ref=lambda torch: torch.tanh,
-       vjp=lambda g, out: g * (1 - out * out), node="TanhBackward0", methods=("tanh",),
+       vjp=lambda g, out: _tanh_backward(g, out), node="TanhBackward0", methods=("tanh",),
        inplace=("tanh_",), to_float=True, samples=_unary_samples())
 def tanh(xp, input):
     """Elementwise hyperbolic tangent."""
     return xp.tanh(input)
 
 
+@defop(ref=lambda torch: torch.ops.aten.sigmoid_backward,
+       vjp=(lambda g, output: _sigmoid_backward(g, output), lambda g, grad, output: g * grad * (1 - 2 * output)),
+       node="SigmoidBackwardBackward0", promote=True,
+       samples=_backward_samples(lambda x: 1 / (1 + np.exp(-x))))
+def _sigmoid_backward(xp, grad, output):
+    """``grad * output * (1 - output)``: sigmoid's backward given its output, as one kernel."""
+    t = xp.subtract(1, output, out=xp.empty_like(output))  # an array even when 0-d
+    t *= output
+    t *= grad
+    return t
+
+
 @defop(ref=lambda torch: torch.sigmoid,
-       vjp=lambda g, out: g * out * (1 - out), node="SigmoidBackward0", methods=("sigmoid",),
+       vjp=lambda g, out: _sigmoid_backward(g, out), node="SigmoidBackward0", methods=("sigmoid",),
        inplace=("sigmoid_",), to_float=True, samples=_unary_samples())
 def sigmoid(xp, input):
     """Elementwise logistic function, computed without overflow for large ``|x|``."""
@@ -145,9 +182,23 @@ def sigmoid(xp, input):
     return xp.where(input >= 0, 1 / (1 + e), e / (1 + e)).astype(input.dtype, copy=False)
 
 
+def _away_from_zero(x: np.ndarray) -> np.ndarray:
+    # threshold_backward is piecewise constant in ``self``: keep samples off the step.
+    return np.where(np.abs(x) < 0.2, 0.7, x)
+
+
+@defop(ref=lambda torch: lambda grad, input, threshold=0.0: torch.ops.aten.threshold_backward(grad, input, threshold),
+       vjp=(lambda g, input, threshold: _threshold_backward(g, input, threshold=threshold),
+            lambda g: g * 0),  # zero almost everywhere, as PyTorch's zeros_like(grad)
+       node="ThresholdBackwardBackward0", promote=True, samples=_backward_samples(_away_from_zero))
+def _threshold_backward(xp, grad, input, *, threshold=0.0):
+    """``grad`` where ``input > threshold``, else 0: relu's backward (on its output) as one kernel."""
+    return xp.where(input > threshold, grad, xp.zeros((), grad.dtype))
+
+
 @defop(ref=lambda torch: torch.relu,
-       vjp=lambda g, out: g * (out > 0), node="ReluBackward0", methods=("relu",), inplace=("relu_",),
-       samples=_unary_samples())
+       vjp=lambda g, out: _threshold_backward(g, out), node="ReluBackward0", methods=("relu",),
+       inplace=("relu_",), samples=_unary_samples())
 def relu(xp, input):
     """Elementwise ``max(input, 0)``; its gradient at 0 is 0, as in PyTorch."""
     return xp.maximum(input, 0).astype(input.dtype, copy=False)

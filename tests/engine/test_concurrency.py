@@ -255,3 +255,37 @@ async def test_engine_works_after_a_cancelled_grad() -> None:
     (g,) = await agrad.autograd.grad(loss, x)
     assert g.tolist() == [4.0, 8.0]
     assert x.grad is None
+
+
+def test_backward_sync_from_threads_through_one_retained_graph_counts_dependencies_per_task() -> None:
+    """Blocking backwards of *one* graph on several threads at once: each counts the
+    graph's dependencies itself (Note [Counting dependencies]) and all sum exactly."""
+    x = agrad.tensor([1.0, 2.0, 3.0], dtype=agrad.float64, requires_grad=True)
+    h = x * 2.0
+    branches = [(h * float(k)).tanh() for k in range(1, 6)]  # h feeds five nodes: counted, not marked
+    loss = branches[0]
+    for b in branches[1:]:
+        loss = loss + b
+    loss = (loss * h).sum()
+    barrier = threading.Barrier(N_THREADS)
+    errors: list[BaseException] = []
+    rounds = 20
+
+    def work() -> None:
+        try:
+            barrier.wait(timeout=30)
+            for _ in range(rounds):
+                loss.backward_sync(retain_graph=True)
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(N_THREADS)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=60)
+    assert errors == []
+    total = x.grad.numpy().copy()
+    x.grad = None
+    loss.backward_sync(retain_graph=True)
+    np.testing.assert_allclose(total, x.grad.numpy() * N_THREADS * rounds, rtol=1e-12)
