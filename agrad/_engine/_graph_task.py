@@ -450,8 +450,8 @@ class GraphTask:
         """
         if node._post_hooks is not None:
             outputs = self._post_hooks(node, inputs, outputs)
-        if not keep_graph:
-            node.release_variables()
+        if not keep_graph and type(node._saved) is list:  # node.release_variables(), inline
+            node._saved = None
         if check_nan:
             _check_nan(node, outputs)
         if fused is not None:

@@ -72,6 +72,14 @@ def single_input_meta(data: Any) -> tuple[tuple[tuple[int, ...], Any]]:
     return meta
 
 
+# Note [Saved values]
+# ~~~~~~~~~~~~~~~~~~~
+# A node's ``_saved`` is a *list* when it holds a SavedTensor and a *tuple*
+# when it holds only shapes and attributes (a table op's; a custom
+# Function's is always a list).  A backward that does not keep the graph
+# frees the list (PyTorch's ``release_variables``) but keeps the tuple: a node
+# that saved no tensor can be backpropagated again, as in PyTorch.  The type
+# says which at no cost, so the engine releases inline, with one check.
 class Node:
     """A backward function of the graph (mirrors ``torch.autograd.graph.Node``).
 
@@ -85,7 +93,7 @@ class Node:
     __slots__ = (
         "next_edges", "sequence_nr", "topological_nr", "_input_meta",
         "_pre_hooks", "_post_hooks", "_tensor_pre_hooks", "_retains_grad",
-        "_trace", "_metadata", "_work", "_mark", "__weakref__",
+        "_trace", "_metadata", "_work", "_mark", "_saved", "__weakref__",
     )
 
     # True for custom Functions whose backward is ``async def``: the drivers
@@ -116,6 +124,9 @@ class Node:
         # The engine compares it with the offload threshold (Note [Offload threshold]).
         self._work = 0
         self._mark: object = None  # the last dependency count that reached it (Note [Counting dependencies])
+        # What the backward needs: a list while it holds saved tensors, a tuple
+        # of shapes and attributes otherwise, None once freed (Note [Saved values]).
+        self._saved: list[Any] | tuple[Any, ...] | None = None
 
     # -- the graph ---------------------------------------------------------
     def set_next_edges(self, edges: Sequence[Edge | None]) -> None:
@@ -149,7 +160,13 @@ class Node:
         raise NotImplementedError(f"{self.name()}.apply")
 
     def release_variables(self) -> None:
-        """Free saved tensors once a backward that does not keep the graph is done with them."""
+        """Free saved tensors once a backward that does not keep the graph is done with them.
+
+        The engine does this itself, inline, on its hot path (``GraphTask._complete``):
+        a node's saved values are freed exactly when they are a list (Note [Saved values]).
+        """
+        if type(self._saved) is list:
+            self._saved = None
 
 
     def __call__(self, *grads: Any) -> Any:

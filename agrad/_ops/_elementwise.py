@@ -191,9 +191,16 @@ def _away_from_zero(x: np.ndarray) -> np.ndarray:
        vjp=(lambda g, input, threshold: _threshold_backward(g, input, threshold=threshold),
             lambda g: g * 0),  # zero almost everywhere, as PyTorch's zeros_like(grad)
        node="ThresholdBackwardBackward0", promote=True, samples=_backward_samples(_away_from_zero))
+@_quiet
 def _threshold_backward(xp, grad, input, *, threshold=0.0):
     """``grad`` where ``input > threshold``, else 0: relu's backward (on its output) as one kernel."""
-    return xp.where(input > threshold, grad, xp.zeros((), grad.dtype))
+    keep = input > threshold
+    # ``grad * keep`` is 3-6x faster than a select but differs from it where a
+    # masked-out gradient is inf or nan (0 * inf is nan); the sum finds those.
+    out = xp.multiply(grad, keep, out=xp.empty_like(grad))
+    if not xp.isfinite(out.sum()):
+        out = xp.where(keep, grad, xp.zeros((), grad.dtype))
+    return out
 
 
 @defop(ref=lambda torch: torch.relu,

@@ -91,20 +91,16 @@ class OpDef:
 REGISTRY: dict[str, OpDef] = {}
 
 
-# Note [Saved values]
-# ~~~~~~~~~~~~~~~~~~~
-# A node's ``_saved`` is a *list* when it holds a SavedTensor and a *tuple*
-# when it holds only shapes and attributes.  A backward that does not keep
-# the graph frees the list (PyTorch's ``release_variables``) but keeps the
-# tuple: a node that saved no tensor can be backpropagated again, as in
-# PyTorch.  The type says which at no cost, so releasing is one check per node.
 def _unpack(saved: list[Any], node: Node) -> list[Any]:
     """The saved values with each SavedTensor (alone or in a variadic op's tuple)
     unpacked, which checks its version; see Note [Saved values]."""
     out = []
     for s in saved:
         if type(s) is SavedTensor:
-            s = s.unpack(node)
+            # SavedTensor.unpack's commonest case inline: an input saved without
+            # hooks and not modified since.  Anything else takes the full method.
+            t = s.tensor
+            s = t if t is not None and not s.is_output and t._version_counter[0] == s.version else s.unpack(node)
         elif type(s) is tuple and s and type(s[0]) is SavedTensor:
             s = tuple([x.unpack(node) for x in s])
         out.append(s)
@@ -114,7 +110,7 @@ def _unpack(saved: list[Any], node: Node) -> list[Any]:
 class OpNode(Node):
     """Backward node of a table op: applies the entry's vjps to the saved values."""
 
-    __slots__ = ("_saved",)
+    __slots__ = ()
     op: OpDef
 
     def apply(self, grads: list[Any], task: Any) -> Sequence[Any]:
@@ -140,10 +136,6 @@ class OpNode(Node):
             else:
                 out.append(vjp(g, *map(saved.__getitem__, idx)))
         return out
-
-    def release_variables(self) -> None:
-        if type(self._saved) is list:  # Note [Saved values]
-            self._saved = None
 
 
 def _as_constant(value: Any, dt: _dtype.dtype | None) -> Tensor:
@@ -194,22 +186,16 @@ def _coerce(op: OpDef, args: Sequence[Any]) -> tuple[tuple[Tensor, ...], list[np
         tensors = tuple(a if isinstance(a, Tensor) else _as_constant(a, None) for a in args)
         return tensors, [t._data for t in tensors]
     if len(args) == 2:
-        # Fast paths: two tensors of one dtype, or a tensor and a Python number
-        # of no higher category (float tensor * 2.5, int tensor + 1).
+        # Fast path: a tensor and a Python number of no higher category (float
+        # tensor * 2.5, int tensor + 1); ``apply`` takes the tensors-only ones.
         a, b = args
         ta, tb = type(a), type(b)
-        if ta is Tensor and tb is Tensor:
-            dt = a._data.dtype
-            if b._data.dtype is dt and (dt.kind == "f" or not op.to_float):
-                return (a, b), [a._data, b._data]
-        elif ta is Tensor and tb in _PY_NUMBERS or tb is Tensor and ta in _PY_NUMBERS:
+        if ta is Tensor and tb in _PY_NUMBERS or tb is Tensor and ta in _PY_NUMBERS:
             t, num = (a, b) if ta is Tensor else (b, a)
             dt = t._data.dtype
             if dt.kind == "f" or (type(num) is int and dt.kind in "iu" and not op.to_float):
                 c = _constant(num, dt)
                 return ((a, c), [a._data, c._data]) if ta is Tensor else ((c, b), [c._data, b._data])
-    elif len(args) == 1 and type(args[0]) is Tensor and (args[0]._data.dtype.kind == "f" or not op.to_float):
-        return (args[0],), [args[0]._data]
     dims, zero_dims, scalars = [], [], []
     for a in args:
         if isinstance(a, Tensor):
@@ -239,7 +225,17 @@ _SAVE_NOTHING, _SAVE_INPUT, _SAVE_OUTPUT, _SAVE_ATTR, _SAVE_SHAPE = range(5)
 def apply(op: OpDef, args: Sequence[Any], attrs: dict[str, Any]) -> Tensor:
     """Run ``op`` forward on ``args`` and, if grad mode is on and any input
     requires grad, record its backward Node.  The hot path of every op."""
-    tensors, arrays = _coerce(op, args)
+    # The commonest calls need no promotion: one tensor, or two of one dtype
+    # (float unless the op computes integers in float).  Everything else,
+    # numbers included, goes through ``_coerce``.
+    n = len(args)
+    if n == 1 and type(a := args[0]) is Tensor and (a._data.dtype.kind == "f" or not op.to_float):
+        tensors, arrays = args, [a._data]
+    elif (n == 2 and type(a := args[0]) is Tensor and type(b := args[1]) is Tensor
+          and (dt := a._data.dtype) is b._data.dtype and (dt.kind == "f" or not op.to_float)):
+        tensors, arrays = args, [a._data, b._data]
+    else:
+        tensors, arrays = _coerce(op, args)
     out = op.forward(np, *arrays, **attrs) if attrs else op.forward(np, *arrays)
     if type(out) is not _ndarray:
         out = np.asarray(out)

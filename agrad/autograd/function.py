@@ -73,9 +73,6 @@ class BackwardCFunction(Node, FunctionCtx):
 
     saved_variables = saved_tensors
 
-    def release_variables(self) -> None:
-        self._saved = None
-
     def apply(self, grads: list[Any], task: Any) -> Any:
         if self.materialize_grads:
             grads = [Tensor._make(np.zeros(shape, dtype)) if g is None and dtype is not None else g

@@ -89,3 +89,4 @@ def test_a_view_in_the_buffer_is_summed_out_of_place() -> None:
     y = x.sum() + 0.0  # SumBackward0's gradient is a broadcast: read-only, never written
     (y + (x * 2.0).sum()).backward_sync()
     np.testing.assert_array_equal(x.grad.numpy(), np.full(4, 3.0))
+

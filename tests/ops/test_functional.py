@@ -434,3 +434,11 @@ def test_dropout_inplace_returns_input() -> None:
     out = agrad.nn.functional.dropout(x, 0.5, inplace=True, generator=agrad.Generator().manual_seed(2))
     assert out is x
     assert set(np.unique(x.numpy()).tolist()) <= {0.0, 2.0}
+
+
+def test_relu_backward_selects_rather_than_multiplies() -> None:
+    """As PyTorch's threshold_backward: a masked-out gradient is 0 even when inf or nan."""
+    x = agrad.tensor([-1.0, 2.0, -3.0, 4.0], dtype=agrad.float64, requires_grad=True)
+    y = agrad.relu(x)
+    y.backward_sync(agrad.tensor([np.inf, 1.0, np.nan, np.inf], dtype=agrad.float64))
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 1.0, 0.0, np.inf])
