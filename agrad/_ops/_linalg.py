@@ -99,7 +99,8 @@ def _dtypes_match(name: str, a: np.ndarray, b: np.ndarray) -> None:
                            f"{_dtype.from_numpy_dtype(a.dtype)} != {_dtype.from_numpy_dtype(b.dtype)}")
 
 
-@defop(ref=lambda torch: torch.mm, vjp=(lambda g, mat2: mm(_dense(g), mat2.mT), lambda g, input: mm(input.mT, _dense(g))),
+@defop(ref=lambda torch: torch.mm,
+       vjp=(lambda g, mat2: mm(_dense(g), mat2.mT), lambda g, input: mm(input.mT, _dense(g))),
        node="MmBackward0", methods=("mm",), work=_product_work,
        samples=lambda rng: [((_r(rng, 2, 3), _r(rng, 3, 4)), {}), ((_r(rng, 1, 5), _r(rng, 5, 1)), {})])
 def mm(xp, input, mat2):
@@ -115,7 +116,8 @@ def mm(xp, input, mat2):
     return xp.matmul(input, mat2)
 
 
-@defop(ref=lambda torch: torch.bmm, vjp=(lambda g, mat2: bmm(_dense(g), mat2.mT), lambda g, input: bmm(input.mT, _dense(g))),
+@defop(ref=lambda torch: torch.bmm,
+       vjp=(lambda g, mat2: bmm(_dense(g), mat2.mT), lambda g, input: bmm(input.mT, _dense(g))),
        node="BmmBackward0", methods=("bmm",), work=_product_work,
        samples=lambda rng: [((_r(rng, 2, 2, 3), _r(rng, 2, 3, 4)), {})])
 def bmm(xp, input, mat2):
