@@ -10,7 +10,7 @@ import numpy as np
 
 from agrad import _dtype
 from agrad._ops._common import _binary_samples, _is_bool, _pos, _quiet, _r, _unary_samples
-from agrad._ops._registry import _inplace, defop
+from agrad._ops._registry import _inplace, defop, identity
 from agrad._tensor import Tensor
 
 # The public names of this family (star-imported by ``agrad/__init__.py``).
@@ -26,7 +26,7 @@ __all__ = [
 
 
 @defop(ref=lambda torch: torch.add,
-       vjp=(lambda g: g, lambda g, alpha: g if alpha == 1 else g * alpha), node="AddBackward0",
+       vjp=(identity, lambda g, alpha: g if alpha == 1 else g * alpha), node="AddBackward0",
        methods=("add", "__add__"), rmethods=("__radd__",), inplace=("add_", "__iadd__"),
        promote=True, samples=_binary_samples())
 def add(xp, input, other, *, alpha=1):
@@ -45,7 +45,7 @@ def _sub_args(input: Any, other: Any, alpha: Any = 1) -> tuple[tuple, dict]:
 
 
 @defop(ref=lambda torch: torch.sub,
-       vjp=(lambda g: g, lambda g, alpha: -g if alpha == 1 else g * -alpha), node="SubBackward0",
+       vjp=(identity, lambda g, alpha: -g if alpha == 1 else g * -alpha), node="SubBackward0",
        methods=("sub", "__sub__"), rmethods=("__rsub__",), inplace=("sub_", "__isub__"),
        promote=True, parse=_sub_args, samples=_binary_samples())
 def sub(xp, input, other, *, alpha=1):

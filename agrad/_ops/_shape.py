@@ -8,7 +8,7 @@ import numpy as np
 
 from agrad import _dtype
 from agrad._ops._common import _r, _shape_args, _unary_samples
-from agrad._ops._registry import _inplace, defop
+from agrad._ops._registry import _inplace, defop, identity
 from agrad._tensor import Tensor
 
 # The public names of this family (star-imported by ``agrad/__init__.py``).
@@ -94,14 +94,14 @@ def squeeze(xp, input, *, dim=None):
 
 
 @defop(ref=lambda torch: torch.clone,
-       vjp=lambda g: g, node="CloneBackward0", methods=("clone",), samples=_unary_samples())
+       vjp=identity, node="CloneBackward0", methods=("clone",), samples=_unary_samples())
 def clone(xp, input):
     """A copy of ``input`` with its own memory and, as PyTorch's ``preserve_format``, its layout."""
     return input.copy(order="K")
 
 
 @defop(ref=lambda torch: lambda x, dtype: x.to(dtype), check={"eps": 1e-3, "atol": 1e-4, "rtol": 1e-3},
-       vjp=lambda g: g, node="ToCopyBackward0", samples=lambda rng: [((_r(rng, 3),), {"dtype": _dtype.float32})])
+       vjp=identity, node="ToCopyBackward0", samples=lambda rng: [((_r(rng, 3),), {"dtype": _dtype.float32})])
 def _to_dtype(xp, input, *, dtype):
     """Cast to ``dtype``; the engine casts the gradient back (see GraphTask._complete)."""
     return input.astype(dtype.np)
@@ -620,7 +620,7 @@ def _scatter_src_grad(g: Tensor, index: Tensor, dim: int, src_shape: tuple[int, 
 
 
 @defop(ref=lambda torch: torch.scatter_add,
-       vjp=(lambda g: g, None, lambda g, index, dim, src_shape: _scatter_src_grad(g, index, dim, src_shape)),
+       vjp=(identity, None, lambda g, index, dim, src_shape: _scatter_src_grad(g, index, dim, src_shape)),
        node="ScatterAddBackward0", methods=("scatter_add",), inplace=("scatter_add_",),
        parse=lambda input, dim, index, src: ((input, index, src), {"dim": _wrap_dim(dim, input.ndim)}),
        samples=lambda rng: [((_r(rng, 3, 4), 1, np.array([[0, 0, 3], [1, 2, 1], [3, 3, 3]]), _r(rng, 3, 3)), {}),
