@@ -95,14 +95,16 @@ def _time_block(system: System, warmup: int, repeats: int) -> list[float]:
 
 
 def measure(systems: Sequence[System], warmup: int, repeats: int | Mapping[str, int],
-            pause: float) -> list[Measurement]:
-    """Time every system in two blocks, in the order A B C … C B A, pausing between blocks.
+            pause: float, rounds: int = 1) -> list[Measurement]:
+    """Time every system in two blocks per round, in the order A B C … C B A
+    (repeated ``rounds`` times), pausing between blocks.
 
     ``repeats`` is samples per block, for all systems or per label (a slow
-    peer may be given fewer).
+    peer may be given fewer).  More rounds of shorter blocks spread every
+    system over the same stretches of a noisy machine's time.
     """
     results = {s.label: Measurement(s, []) for s in systems}
-    order = list(systems) + list(reversed(systems))
+    order = (list(systems) + list(reversed(systems))) * rounds
     for i, system in enumerate(order):
         if i:
             time.sleep(pause)  # let the previous system's spinning threads go idle

@@ -26,7 +26,7 @@ the vjp (W3: both, as ``autograd.grad`` does).  A chain's per-node figure is the
 the same multiplications by 1.0001, in a Python loop.
 
 Fair measurement (see ``_harness``): every system runs in its own block, in
-the order A B C D E E D C B A with a pause between blocks, after a warm-up;
+the order A B C D E E D C B A, twice over, with a pause between blocks, after a warm-up;
 figures are medians.  Before timing, every workload checks once that all
 systems produce the same gradients and aborts loudly if not.
 
@@ -502,14 +502,14 @@ def _drivers_check(awaited: float, blocking: float) -> Check:
     return f"agrad await / blocking = {ratio:.3f} (target: within 10%)", max(ratio, 1 / ratio) <= 1.10
 
 
-def run_workload(w: Workload, warmup: int, repeats: int, pause: float) -> Outcome:
+def run_workload(w: Workload, warmup: int, repeats: int, pause: float, rounds: int) -> Outcome:
     systems, grads = build(w)
     check_same_gradients(w.key, grads, w.rtol, w.atol)
     if w.sample_seconds is not None:  # a heavy workload: one warm-up, and as many samples as fit its budget
         per_sample, warmup = w.sample_seconds(), min(warmup, 1)
-        repeats = max(3, min(repeats, int(w.budget / (2 * len(systems) * per_sample)) - warmup))
+        repeats = max(2, min(repeats, int(w.budget / (2 * rounds * len(systems) * per_sample)) - warmup))
         print(f"  {w.key}: about {per_sample:.2f} s per sample here: {warmup} warm-up and {repeats} samples per block")
-    results = measure(systems, warmup, repeats, pause)
+    results = measure(systems, warmup, repeats, pause, rounds)
     out = Outcome(w, results, {}, [])
     t = w.target
     for label in AGRAD:
@@ -808,8 +808,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true",
                         help="few repeats, short pauses, a smaller W5 and W6: a smoke run (no docs unless --docs)")
     parser.add_argument("--only", help="comma-separated workloads to run, e.g. W1,W3 (default: all)")
-    parser.add_argument("--repeats", type=int, help="samples per block (default 10, or 3 with --quick; W6 may "
+    parser.add_argument("--repeats", type=int, help="samples per block (default 6, or 3 with --quick; W6 may "
                         "take fewer to stay within its time budget)")
+    parser.add_argument("--rounds", type=int, help="rounds of blocks A B C D E E D C B A (default 2, or 1 with "
+                        "--quick)")
     parser.add_argument("--warmup", type=int, help="untimed samples per block (default 2, or 1 with --quick)")
     parser.add_argument("--pause", type=float, help="seconds between blocks (default 0.5, or 0.05 with --quick)")
     parser.add_argument("--w5-samples", type=int, help="W5 samples per process (default 3, or 2 with --quick)")
@@ -833,7 +835,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     keys = [k.strip().upper() for k in args.only.split(",")] if args.only else list(KEYS)
     if unknown := set(keys) - set(KEYS):
         parser.error(f"unknown workloads {sorted(unknown)}: choose from {', '.join(KEYS)}")
-    repeats = args.repeats or (3 if args.quick else 10)
+    repeats = args.repeats or (3 if args.quick else 6)
+    rounds = args.rounds or (1 if args.quick else 2)
     warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
     pause = args.pause if args.pause is not None else (0.05 if args.quick else 0.5)
     w5_samples = args.w5_samples or (2 if args.quick else 3)
@@ -855,7 +858,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     workloads = {"W1": W1, "W2": W2, "W3": W3, "W4": W4, "W6": matmuls(1024 if args.quick else W6_SIZE)}
     w5_steps = 10_000 if args.quick else W5_STEPS
     settings = (f"{repeats} samples per block after {warmup} warm-up, {pause} s pause between blocks, order "
-                f"A B C D E E D C B A; W5: {w5_samples} samples in one fresh process per system")
+                f"A B C D E E D C B A{f' x {rounds}' if rounds > 1 else ''}; W5: {w5_samples} samples in one "
+                "fresh process per system")
     print(f"settings   {settings}\n")
     outcomes: list[Outcome] = []
     w5: dict[str, Any] | None = None
@@ -865,7 +869,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             w5 = run_w5(w5_steps, w5_samples)
             print(_w5_report(w5))
         else:
-            outcomes.append(run_workload(workloads[key], warmup, repeats, pause))
+            outcomes.append(run_workload(workloads[key], warmup, repeats, pause, rounds))
             print(_report(outcomes[-1]))
             workloads[key]._cache.clear()  # the inputs (W6: 48 MiB) are not needed any more
         print(f"  ({key} took {clock() - t0:.0f} s)\n")
