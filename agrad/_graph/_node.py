@@ -123,7 +123,7 @@ class Node:
         # receives plus the tensors it saved; set when the node is recorded.
         # The engine compares it with the offload threshold (Note [Offload threshold]).
         self._work = 0
-        self._mark: object = None  # the last dependency count that reached it (Note [Counting dependencies])
+        self._mark: object = None  # the token of the last traversal that reached it (Note [Counting dependencies])
         # What the backward needs: a list while it holds saved tensors, a tuple
         # of shapes and attributes otherwise, None once freed (Note [Saved values]).
         self._saved: list[Any] | tuple[Any, ...] | None = None

@@ -94,8 +94,8 @@ REGISTRY: dict[str, OpDef] = {}
 def identity(g: Any) -> Any:
     """The vjp of an input whose gradient is the incoming one (``add``, ``clone``...).
 
-    Nodes pass the gradient on without calling it: a call per node is a
-    tenth of a chain node's cost."""
+    Nodes pass the gradient on without calling it (a call is about 5% of an
+    ``AddBackward0`` node's cost)."""
     return g
 
 
