@@ -374,13 +374,7 @@ def _mlp_models(batch: int, sizes: Sequence[int], seed: int = 0
     rng = np.random.default_rng(seed)
     models = []
     for _ in range(N_MLP):
-        params = []
-        for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
-            bound = 1.0 / np.sqrt(fan_in)
-            params.append(rng.uniform(-bound, bound, (fan_out, fan_in)).astype(np.float32))
-            params.append(rng.uniform(-bound, bound, (fan_out,)).astype(np.float32))
-        x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
-        y = rng.integers(0, sizes[-1], batch).astype(np.int64)
+        params, (x, y) = bench_perf.mlp_arrays(rng, sizes, batch)
         models.append(([agrad.from_numpy(p).requires_grad_() for p in params],
                        agrad.from_numpy(x), agrad.from_numpy(y)))
     return models

@@ -308,16 +308,16 @@ W2 = chain("W2", (10000,), CHAIN)
 BATCH, SIZES = 64, (784, 1024, 1024, 10)
 
 
-def _mlp_arrays(seed: int = 0) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def mlp_arrays(rng: np.random.Generator, sizes: Sequence[int] = SIZES, batch: int = BATCH
+               ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Weights and biases (PyTorch's Linear init and layout: weight is (out, in)); inputs, targets."""
-    rng = np.random.default_rng(seed)
     params = []
-    for fan_in, fan_out in zip(SIZES[:-1], SIZES[1:]):
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
         bound = 1.0 / np.sqrt(fan_in)
         params.append(rng.uniform(-bound, bound, (fan_out, fan_in)).astype(np.float32))
         params.append(rng.uniform(-bound, bound, (fan_out,)).astype(np.float32))
-    x = rng.standard_normal((BATCH, SIZES[0])).astype(np.float32)
-    y = rng.integers(0, SIZES[-1], BATCH).astype(np.int64)
+    x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
+    y = rng.integers(0, sizes[-1], batch).astype(np.int64)
     return params, [x, y]
 
 
@@ -375,7 +375,8 @@ def _mlp_numpy(params: Sequence[np.ndarray], consts: Sequence[np.ndarray]) -> Ca
 
 W3 = Workload(
     "W3", f"W3: MLP step (forward+backward) {'-'.join(map(str, SIZES))}, relu, cross-entropy, batch {BATCH}",
-    "ms/step", 1e3, arrays=_mlp_arrays, forward=lambda lib, ps, cs: mlp_loss(lib, ps, *cs),
+    "ms/step", 1e3, arrays=lambda: mlp_arrays(np.random.default_rng(0)),
+    forward=lambda lib, ps, cs: mlp_loss(lib, ps, *cs),
     numpy_limit=_mlp_numpy, target=Target(1.1, NUMPY), rtol=1e-3, atol=1e-5, forward_timed=True,
     hips_forward=_hips_mlp_loss)
 

@@ -120,6 +120,7 @@ class OpNode(Node):
 
     __slots__ = ()
     op: OpDef
+    variadic = False
 
     def apply(self, grads: list[Any], task: Any) -> Sequence[Any]:
         # The backward's hottest function: plain loops (a comprehension costs a
@@ -132,6 +133,10 @@ class OpNode(Node):
             saved = _unpack(saved, self)
         elif saved is None:
             raise RuntimeError(_FREED)
+        if self.variadic:  # Note [Variadic ops]: one vjp gives every input's gradient
+            vjp, idx = self.op.calls[0]
+            grads = vjp(g, *map(saved.__getitem__, idx))
+            return [None if e is None else o for e, o in zip(self.next_edges, grads)]
         needed = None if task is None or task.exec_info is None else task.needed
         out = []
         for edge, (vjp, idx) in zip(self.next_edges, self.op.calls):
@@ -374,19 +379,7 @@ class VariadicOpNode(OpNode):
     """Backward node of a variadic op: one vjp call gives every input's gradient."""
 
     __slots__ = ()
-
-    def apply(self, grads: list[Any], task: Any) -> Sequence[Any]:
-        g = grads[0]
-        if g is None:
-            return [None] * len(self.next_edges)
-        saved = self._saved
-        if type(saved) is list:  # holds tensors (Note [Saved values])
-            saved = _unpack(saved, self)
-        elif saved is None:
-            raise RuntimeError(_FREED)
-        vjp, idx = self.op.calls[0]
-        out = vjp(g, *map(saved.__getitem__, idx))
-        return [None if e is None else o for e, o in zip(self.next_edges, out)]
+    variadic = True
 
 
 def _save_plans(op: OpDef) -> tuple[tuple[tuple[tuple[int, Any], ...], bool], ...]:
