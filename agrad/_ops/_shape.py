@@ -49,6 +49,12 @@ def expand(xp, input, *, size):
             f"number of dimensions in the tensor ({input.ndim})"
         )
     shape = tuple(input.shape[i - lead] if s == -1 else s for i, s in enumerate(size))
+    if input.ndim == 0 and xp is np and min(shape, default=0) >= 0:
+        # A 0-d source, as every full reduction's gradient is (SumBackward0):
+        # the stride-0 view built directly takes 0.2 µs, np.broadcast_to 2.4.
+        out = np.ndarray(shape, input.dtype, input, 0, (0,) * len(shape))
+        out.flags.writeable = False
+        return out
     return xp.broadcast_to(input, shape)
 
 

@@ -442,3 +442,15 @@ def test_relu_backward_selects_rather_than_multiplies() -> None:
     y = agrad.relu(x)
     y.backward_sync(agrad.tensor([np.inf, 1.0, np.nan, np.inf], dtype=agrad.float64))
     np.testing.assert_array_equal(x.grad.numpy(), [0.0, 1.0, 0.0, np.inf])
+
+
+def test_expand_of_a_0d_tensor_is_a_read_only_view() -> None:
+    """The 0-d fast path of ``expand`` (every full reduction's gradient takes it)."""
+    base = agrad.tensor(2.5, dtype=agrad.float64, requires_grad=True)
+    out = base.expand(3, 2)
+    assert out.shape == (3, 2) and out._base is base
+    assert not out._data.flags.writeable and np.shares_memory(out._data, base._data)
+    np.testing.assert_array_equal(out.detach().numpy(), np.full((3, 2), 2.5))
+    (out * agrad.tensor(np.arange(6.0).reshape(3, 2))).sum().backward_sync()
+    assert base.grad.item() == 15.0
+    assert agrad.tensor(1.0).expand(0, 4).shape == (0, 4)
