@@ -66,6 +66,3 @@ class ReadyQueue:
     def clear(self) -> None:
         self.heap.clear()
         self.lone = None
-
-    def __len__(self) -> int:
-        return len(self.heap) + (self.lone is not None)
