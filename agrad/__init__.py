@@ -87,6 +87,8 @@ def softmax(input: Tensor, dim: "builtins.int") -> Tensor:
 
 import builtins  # noqa: E402  - for the annotations above, after shadowing bool/int
 
+from agrad import cuda  # noqa: E402
+
 # Last: it needs the whole package, and agrad.utils itself is imported early (by _graph).
 from agrad.utils import checkpoint as _checkpoint  # noqa: E402, F401
 
@@ -99,7 +101,7 @@ __all__ = [
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "softmax", "is_tensor",
     "get_num_interop_threads", "set_num_interop_threads",
-    "autograd", "linalg", "nn", "random", "utils",
+    "autograd", "cuda", "linalg", "nn", "random", "utils",
 ] + [
     *_elementwise.__all__, *_linalg.__all__, *_reductions.__all__, *_shape.__all__,
 ]

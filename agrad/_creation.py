@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from agrad import _dtype
-from agrad._device import device as _device
+from agrad._backends import canonical, transfer
+from agrad._device import CPU
 from agrad._tensor import Tensor
 
 __all__ = [
@@ -45,8 +46,10 @@ def manual_seed(seed: int) -> Generator:
 
 
 def _finish(data: np.ndarray, requires_grad: bool, device: Any) -> Tensor:
-    if device is not None:
-        _device(device)
+    """Wrap host data, moved to ``device`` first (made on the host, then copied:
+    random tensors are the same on every device for one seed)."""
+    if device is not None and (dev := canonical(device)) is not CPU:
+        data = transfer(data, dev)
     t = Tensor._make(data)
     if requires_grad:
         t.requires_grad_(True)
@@ -92,14 +95,18 @@ def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: b
         >>> agrad.tensor([1.0, 2.0], requires_grad=True)
         tensor([1., 2.], requires_grad=True)
     """
+    if isinstance(data, Tensor) and not data.is_cpu:  # copied where it is, as in PyTorch
+        t = data.detach().to(data.dtype if dtype is None else dtype, copy=True)
+        t = t if device is None else t.to(device)
+        return t.requires_grad_(requires_grad) if requires_grad else t
     arr = np.array(_infer(data), dtype=None if dtype is None else _np_dtype(dtype), copy=True)
     return _finish(arr, requires_grad, device)
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """Like :func:`tensor` but shares memory with ``data`` where it can."""
-    if isinstance(data, Tensor) and (dtype is None or _dtype.to_dtype(dtype) is data.dtype):
-        return data
+    if isinstance(data, Tensor):
+        return data.to(data.dtype if dtype is None else dtype, device)
     arr = _infer(data)
     return _finish(arr if dtype is None else arr.astype(_np_dtype(dtype), copy=False), False, device)
 
@@ -196,40 +203,45 @@ def randint(low: int, high: int | None = None, size: Sequence[int] = (), *, gene
     return _finish(data, False, device)
 
 
+def _where(t: Tensor, device: Any) -> Any:
+    """A ``*_like`` factory's device: ``t``'s unless one is given, as in PyTorch."""
+    return t.device if device is None else device
+
+
 def _like(t: Tensor, dtype: Any) -> np.dtype:
     return t._data.dtype if dtype is None else _np_dtype(dtype)
 
 
 def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Zeros with ``input``'s shape and dtype."""
-    return _finish(np.zeros(input.shape, _like(input, dtype)), requires_grad, device)
+    return _finish(np.zeros(input.shape, _like(input, dtype)), requires_grad, _where(input, device))
 
 
 def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Ones with ``input``'s shape and dtype."""
-    return _finish(np.ones(input.shape, _like(input, dtype)), requires_grad, device)
+    return _finish(np.ones(input.shape, _like(input, dtype)), requires_grad, _where(input, device))
 
 
 def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Uninitialised, with ``input``'s shape and dtype."""
-    return _finish(np.empty(input.shape, _like(input, dtype)), requires_grad, device)
+    return _finish(np.empty(input.shape, _like(input, dtype)), requires_grad, _where(input, device))
 
 
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
     """``fill_value`` with ``input``'s shape and dtype."""
-    return _finish(np.full(input.shape, fill_value, _like(input, dtype)), requires_grad, device)
+    return _finish(np.full(input.shape, fill_value, _like(input, dtype)), requires_grad, _where(input, device))
 
 
 def rand_like(input: Tensor, *, generator: Generator | None = None, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
     """Uniform samples with ``input``'s shape and dtype."""
     data = _rng(generator).random(input.shape).astype(_floating(_like(input, dtype), "check_uniform_bounds"))
-    return _finish(data, requires_grad, device)
+    return _finish(data, requires_grad, _where(input, device))
 
 
 def randn_like(input: Tensor, *, generator: Generator | None = None, dtype: Any = None, device: Any = None,
                requires_grad: bool = False) -> Tensor:
     """Normal samples with ``input``'s shape and dtype."""
     data = _rng(generator).standard_normal(input.shape).astype(_floating(_like(input, dtype), "normal_kernel_cpu"))
-    return _finish(data, requires_grad, device)
+    return _finish(data, requires_grad, _where(input, device))

@@ -1,5 +1,10 @@
-"""Devices.  Only ``cpu`` (numpy) exists today; the engine routes work by
-device so that a CUDA backend (CuPy) slots in as one more backend module."""
+"""``agrad.device``: where a tensor's data lives (mirrors ``torch.device``).
+
+A device is a type (``"cpu"``, ``"cuda"``, or one a backend registered, see
+``agrad/_backends``) and an optional index.  Tensors report canonical
+devices, with the index filled in (``cuda:0``), and the same object each time,
+so the engine compares devices by identity on its hot paths.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,8 @@ class device:
 
         >>> agrad.device("cpu")
         device(type='cpu')
+        >>> agrad.device("cuda:1")
+        device(type='cuda', index=1)
     """
 
     __slots__ = ("type", "index")
@@ -22,16 +29,27 @@ class device:
     def __init__(self, spec: Any, index: int | None = None) -> None:
         if isinstance(spec, device):
             spec, index = spec.type, spec.index
+        elif isinstance(spec, int) and not isinstance(spec, bool):  # torch.device(1) is cuda:1
+            spec, index = "cuda", spec
         if not isinstance(spec, str):
-            raise TypeError(f"device() expected a string or a device, got {type(spec).__name__}")
-        kind, _, idx = spec.partition(":")
-        if idx:
+            raise TypeError(f"device() expected a string, an int or a device, got {type(spec).__name__}")
+        kind, colon, idx = spec.partition(":")
+        if colon:
+            if index is not None:
+                raise RuntimeError(
+                    f"type (string) must not include an index because index was passed explicitly: {spec}"
+                )
+            if not idx.isdigit():
+                raise RuntimeError(f"Invalid device string: '{spec}'")
             index = int(idx)
-        if kind != "cpu":
+        from agrad._backends import known_types
+
+        if kind not in known_types():
             raise RuntimeError(
-                f"Expected one of cpu device type at start of device string: {spec!r} "
-                "(CUDA support arrives with the CuPy backend)"
+                f"Expected one of {', '.join(known_types())} device type at start of device string: {spec}"
             )
+        if index is not None and (not isinstance(index, int) or index < 0):
+            raise RuntimeError(f"Device index must not be negative, got {index}")
         self.type = kind
         self.index = index
 
@@ -51,4 +69,5 @@ class device:
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
 
-CPU = device("cpu")
+CPU = object.__new__(device)
+CPU.type, CPU.index = "cpu", None

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from agrad import _dtype
+from agrad._device import CPU
 
 if TYPE_CHECKING:
     from agrad._tensor import Tensor
@@ -38,6 +39,10 @@ def _float_formatter(data: np.ndarray) -> Callable[[float], str]:
 
 def tensor_repr(t: "Tensor") -> str:
     data = t._data
+    dev = t.device
+    if not t.is_cpu:
+        from agrad._backends import transfer
+        data = transfer(data, CPU)
     prefix = "tensor("
     d = t.dtype
     if data.size == 0:
@@ -52,7 +57,9 @@ def tensor_repr(t: "Tensor") -> str:
             threshold=1000, edgeitems=3, max_line_width=80,
         ).replace(", ..., ", ",  ..., ")  # PyTorch summarises a row with " ..." as one more element
         show_dtype = d is not _dtype.bool and d is not _dtype.int64 and d is not _dtype.get_default_dtype()
-    extras = [f"dtype={d}"] if show_dtype else []
+    extras = [] if t.is_cpu else [f"device='{dev}'"]
+    if show_dtype:
+        extras.append(f"dtype={d}")
     if t._grad_fn is not None:
         extras.append(f"grad_fn=<{t._grad_fn.name()}>")
     elif t._requires_grad:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agrad import _dtype
+from agrad._backends import device_of
 from agrad._device import CPU, device
 from agrad.utils.hooks import RemovableHandle, _add_hook
 
@@ -86,11 +87,16 @@ class Tensor:
 
     @property
     def device(self) -> device:
-        return CPU
+        """Where the data lives; see Note [Devices come from arrays]."""
+        return CPU if type(self._data) is _ndarray else device_of(self._data)
 
     @property
     def is_cuda(self) -> bool:
-        return False
+        return self.device.type == "cuda"
+
+    @property
+    def is_cpu(self) -> bool:
+        return type(self._data) is _ndarray
 
     def size(self, dim: int | None = None) -> Any:
         return self._data.shape if dim is None else self._data.shape[dim]
@@ -119,7 +125,19 @@ class Tensor:
 
     # -- conversions -------------------------------------------------------
     def numpy(self, *, force: bool = False) -> np.ndarray:
-        """Return the underlying numpy array (shared memory, as in PyTorch)."""
+        """Return the underlying numpy array (shared memory, as in PyTorch).
+
+        With ``force=True`` a tensor that requires grad or lives on another
+        device is converted too (copied to the host), as in PyTorch.
+        """
+        if type(self._data) is not _ndarray:
+            if not force:
+                raise TypeError(
+                    f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy "
+                    "the tensor to host memory first."
+                )
+            from agrad._backends import transfer
+            return transfer(self._data, CPU)
         if self.requires_grad and not force:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."

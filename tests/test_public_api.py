@@ -13,7 +13,7 @@ from tests.helpers import requires_torch, torch
 
 PUBLIC_MODULES = [
     "agrad", "agrad.autograd", "agrad.autograd.function", "agrad.autograd.functional", "agrad.autograd.graph",
-    "agrad.autograd.gradcheck", "agrad.linalg",
+    "agrad.autograd.gradcheck", "agrad.cuda", "agrad.linalg",
     "agrad.nn", "agrad.nn.functional", "agrad.random", "agrad.utils", "agrad.utils.checkpoint", "agrad.utils.hooks",
 ]
 

@@ -22,8 +22,8 @@ import sys
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
-from agrad._engine import _traps
-from agrad._engine._graph_task import SLICE_SPENT, GraphTask, Offload, WaitKernels, _nothing
+from agrad._engine import _device_workers, _traps
+from agrad._engine._graph_task import SLICE_SPENT, DeviceIdle, DeviceJob, GraphTask, Offload, WaitKernels, _nothing
 from agrad._engine._options import current_options
 from agrad._engine._pool import KernelPool, current_pool
 
@@ -92,6 +92,10 @@ async def _execute(task: GraphTask) -> None:
                     if request.shielded and pool is not None:
                         pool.forget(task)  # aborting: its place in line goes to others now
                     result = await waiter.wait(request.shielded)
+                elif type(request) is DeviceJob:
+                    result = _device_workers.worker_for(request.device).submit(task, request)
+                elif type(request) is DeviceIdle:
+                    result = _device_workers.worker_for(request.device).wake_when_idle(task)
                 else:
                     result = await _traps.await_backward(request)
             except BaseException as exc:  # cancellation included: the task aborts
@@ -119,7 +123,12 @@ def _execute_sync(task: GraphTask) -> None:
         request = _advance(steps)
         while request is not None:
             try:
-                result = run_coroutine(request)
+                if type(request) is DeviceJob:
+                    result = _device_workers.run_inline(request)
+                elif type(request) is DeviceIdle:
+                    result = _device_workers.synchronize(request.device)
+                else:
+                    result = run_coroutine(request)
             except BaseException as exc:
                 request = _advance(steps, exc=exc)
             else:

@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from agrad._backends import device_of, on, writeable
+from agrad._device import CPU
 from agrad._engine._options import EngineOptions
 from agrad._engine._ready_queue import ReadyQueue
 from agrad._grad_mode import grad_enabled
@@ -102,6 +104,7 @@ _PROVISIONAL: set[int] = set()
 # kernel in a thread gives the loop a turn too, and starts a fresh slice.
 
 _clock = time.perf_counter
+_ndarray = np.ndarray
 
 # The graph task whose nodes are running in this context: queue_callback
 # appends to it, and a backward started from inside a node's backward is a
@@ -134,6 +137,34 @@ class Offload:
         self.job = job
 
 
+class DeviceJob:
+    """Run ``job`` (``node``'s kernel and its chain) on ``device``'s worker
+    (Note [Device workers]).  ``first``: the task's first job there, so the
+    device's engine stream must first wait for the caller's work; ``leaves``:
+    its gradients leave the device, so the worker waits for the device to be
+    idle before running it (Note [Engine streams])."""
+
+    __slots__ = ("device", "job", "node", "depth", "first", "leaves")
+
+    def __init__(self, device: Any, job: Callable[[], None], node: Node, depth: int, first: bool,
+                 leaves: bool) -> None:
+        self.device = device
+        self.job = job
+        self.node = node
+        self.depth = depth
+        self.first = first
+        self.leaves = leaves
+
+
+class DeviceIdle:
+    """Wake the task once every kernel queued so far on ``device`` has finished."""
+
+    __slots__ = ("device",)
+
+    def __init__(self, device: Any) -> None:
+        self.device = device
+
+
 SLICE_SPENT = SliceSpent()
 WAIT = WaitKernels(shielded=False)
 DRAIN = WaitKernels(shielded=True)
@@ -155,7 +186,7 @@ class GraphTask:
     __slots__ = (
         "keep_graph", "create_graph", "parent", "reentrant_depth", "stack_depth", "dependencies", "not_ready",
         "exec_info", "captured", "staged", "ready", "final_callbacks", "_owned", "_journal",
-        "_inbox", "_outstanding", "_slot_granted", "_in_line", "_wake", "__weakref__",
+        "_inbox", "_outstanding", "_slot_granted", "_in_line", "_wake", "_devices", "_stopped", "__weakref__",
     )
 
     def __init__(self, keep_graph: bool, create_graph: bool, parent: GraphTask | None = None) -> None:
@@ -183,11 +214,15 @@ class GraphTask:
         # Kernels in threads (Note [Offloaded kernels]): results land in the inbox
         # (appended by the kernel's thread); the rest belongs to the KernelPool and
         # is touched on the loop's thread only.
-        self._inbox: deque[tuple[list[tuple[Node, Any, Any]], tuple[Node, BaseException] | None]] = deque()
+        self._inbox: deque[tuple[list[tuple[Node, Any, Any]], tuple[Node, BaseException] | None, Any]] = deque()
         self._outstanding = 0  # kernels started whose end the loop has not yet heard of
         self._slot_granted = False  # See Note [Kernel slots]
         self._in_line = False
         self._wake: Callable[[], None] = _nothing  # set by the async driver
+        # Devices other than the CPU this task sent work to; None until a gradient
+        # for another device is routed, so CPU graphs never look (Note [Device workers]).
+        self._devices: set[Any] | None = None
+        self._stopped = False  # aborted: device workers drop its queued jobs
 
     # -- setup ---------------------------------------------------------------
     def start(self, root: Node, root_buffer: list[Any], outputs: Sequence[Edge] | None,
@@ -201,6 +236,8 @@ class GraphTask:
         for g in root_buffer:
             if g is not None:
                 self._owned.add(id(g._data))
+        if node_device(root) is not CPU:
+            self._devices = set()  # Note [Device workers]
         self.ready.push(root, root_buffer, self.reentrant_depth)
 
     # Note [Counting dependencies]
@@ -383,18 +420,19 @@ class GraphTask:
         parked: Offload | None = None  # a kernel waiting for a slot
         while True:
             if inbox:
-                steps, failure = inbox.popleft()
+                steps, failure, dev = inbox.popleft()
                 if failure is not None:
                     _annotate(failure[1], failure[0])
                     raise failure[1]
                 last = len(steps) - 1
-                for i, (node, inputs, outputs) in enumerate(steps):
-                    try:
-                        self._complete(node, inputs, outputs, keep_graph, check_nan,
-                                       fused=steps[i + 1][0] if i < last else None)
-                    except Exception as exc:
-                        _annotate(exc, node)
-                        raise
+                with on(dev, engine=True):  # sums into buffers on dev's stream (Note [Engine streams])
+                    for i, (node, inputs, outputs) in enumerate(steps):
+                        try:
+                            self._complete(node, inputs, outputs, keep_graph, check_nan,
+                                           fused=steps[i + 1][0] if i < last else None)
+                        except Exception as exc:
+                            _annotate(exc, node)
+                            raise
             elif parked is not None:
                 if (yield parked):
                     parked = None
@@ -410,9 +448,14 @@ class GraphTask:
                         inputs = self._pre(node, inputs)
                         if inputs is None:
                             continue
+                    if self._devices is not None and not node.is_async:  # Note [Device workers]
+                        dev = node_device(node)
+                        if dev is not CPU:
+                            yield self._device_job(node, inputs, check_nan, dev)
+                            continue
                     if threshold is not None and (node._work >= threshold if node.offload is None
                                                   else node.offload):
-                        job = Offload(self._job(node, inputs, check_nan))
+                        job = Offload(self._job(node, inputs, check_nan, CPU))
                         if not (yield job):
                             parked = job
                             yield WAIT
@@ -428,6 +471,11 @@ class GraphTask:
                 yield WAIT
                 if deadline is not None:
                     deadline = _clock() + time_slice  # type: ignore[operator]
+                continue
+            elif self._devices:  # done, once the devices' kernels are (Note [Engine streams])
+                for dev in self._devices:
+                    yield DeviceIdle(dev)
+                self._devices.clear()
                 continue
             else:
                 return
@@ -472,10 +520,13 @@ class GraphTask:
             fn, input_nr = edge
             g = outputs[i]
             if g is not None:
-                shape, dtype = fn._input_meta[input_nr]
+                shape, dtype, dev = fn._input_meta[input_nr]
                 data = g._data
-                if data.shape != shape or (data.dtype is not dtype and data.dtype != dtype):
-                    g = _conform(g, shape, dtype, node, i)
+                if (data.shape != shape or (data.dtype is not dtype and data.dtype != dtype)
+                        or dev is not CPU or type(data) is not _ndarray):
+                    if dev is not CPU and self._devices is None:
+                        self._devices = set()  # Note [Device workers]: the task now routes by device
+                    g = _conform(g, shape, dtype, dev, node, i)
             remaining = deps.pop(fn, 1) - 1 if deps else 0  # Note [Counting dependencies]
             if remaining:
                 deps[fn] = remaining
@@ -517,9 +568,13 @@ class GraphTask:
     # graph become one job each, and a deep chain one job per ``_CHAIN_WORK``
     # elements, which also bounds how long a cancelled task waits for its last
     # job.  A task restricted by ``inputs=``/``grad()`` (``exec_info``) runs its
-    # kernels one by one.
-    def _chain(self, head: Node) -> list[Node]:
-        """``head`` and the nodes that can run after it in the same job."""
+    # kernels one by one.  A chain stays on one device; on a device worker,
+    # which runs on the loop's thread, it may take in nodes pinned to the loop
+    # (a leaf's AccumulateGrad), but it stops before a node whose gradients
+    # leave the device: that node runs as a job of its own, after the worker
+    # waited for the device (Note [Engine streams]).
+    def _chain(self, head: Node, dev: Any) -> list[Node]:
+        """``head`` and the nodes that can run after it in the same job, on ``dev``."""
         chain = [head]
         if self.exec_info is not None:
             return chain
@@ -531,17 +586,20 @@ class GraphTask:
                 break
             nxt = edges[0][0]
             work += nxt._work
-            if (deps.get(nxt, 1) != 1 or nxt in not_ready or nxt.offload is False or work > _CHAIN_WORK
+            if (deps.get(nxt, 1) != 1 or nxt in not_ready or (nxt.offload is False and dev is CPU)
+                    or work > _CHAIN_WORK
                     or nxt._tensor_pre_hooks is not None or nxt._pre_hooks is not None
-                    or nxt._retains_grad is not None):
+                    or nxt._retains_grad is not None or node_device(nxt) is not dev
+                    or dev is not CPU and (nxt.is_async or _leaves(nxt, dev))):
                 break
             chain.append(nxt)
             node = nxt
         return chain
 
-    def _job(self, node: Node, inputs: list[Any], check_nan: bool) -> Callable[[], None]:
-        """The thread job running ``node``'s kernel and its chain (Notes
-        [Offloaded kernels], [Offloaded chains]).
+    def _job(self, node: Node, inputs: list[Any], check_nan: bool, dev: Any) -> Callable[[], None]:
+        """The job running ``node``'s kernel and its chain on ``dev``: in a thread
+        for the CPU, on the device's worker otherwise (Notes [Offloaded kernels],
+        [Offloaded chains], [Device workers]).
 
         Memory is freed as the chain goes, as it is when nodes run inline: a
         node's saved tensors right after its kernel unless the graph is kept
@@ -554,7 +612,7 @@ class GraphTask:
         backward peaked at 124-140 MiB above its start instead of 44-48 MiB
         (17 MiB inline; tracemalloc).
         """
-        chain = self._chain(node)
+        chain = self._chain(node, dev)
         last = chain[-1]
         release = not self.keep_graph
         ctx = contextvars.copy_context()
@@ -567,7 +625,7 @@ class GraphTask:
                 try:
                     outputs = ctx.run(_kernel, n, grads, self)
                 except BaseException as exc:  # handed to the loop, raised there
-                    inbox.append((steps, (n, exc)))
+                    inbox.append((steps, (n, exc), dev))
                     return
                 if release:
                     n.release_variables()
@@ -576,9 +634,37 @@ class GraphTask:
                     if edge is not None:
                         grads = [None] * len(edge[0]._input_meta)
                         grads[edge[1]] = g
-            inbox.append((steps, None))
+            inbox.append((steps, None, dev))
 
         return job
+
+    # Note [Device workers]
+    # ~~~~~~~~~~~~~~~~~~~~~
+    # As in PyTorch, a NodeTask runs on the device of its InputBuffer: the
+    # first device other than the CPU among its inputs' (``node_device``;
+    # the engine moves every gradient to its input's device when it routes
+    # it, so the buffer's device is known from the node's metadata).  CPU
+    # nodes run here, in the coroutine (or thread) that awaits the backward,
+    # as PyTorch's caller thread drives its CPU queue.  A node on another
+    # device becomes a job (its kernel and the straight chain below it on the
+    # same device, Note [Offloaded chains]) for that device's worker: one
+    # asyncio task per device and event loop, shared by every graph task on
+    # the loop, whose ready queue orders jobs as PyTorch's device queues do
+    # (deeper reentrant tasks first, then higher sequence numbers).  The
+    # worker runs the job on the loop's thread with the device's engine
+    # stream current, so on CUDA it only *launches* kernels, and hands the
+    # results back through the inbox like a kernel thread does; the graph
+    # task does all bookkeeping.  Jobs run in a copy of the task's context.
+    # The blocking twin runs device jobs inline.  ``async def`` backwards run
+    # in the awaiting coroutine on every device, since only it can await them.
+    # A task looks at devices only once a gradient for another device than the
+    # CPU was routed (``_devices`` stops being None): a CPU graph pays nothing
+    # per node for devices it does not use.
+    def _device_job(self, node: Node, inputs: list[Any], check_nan: bool, dev: Any) -> DeviceJob:
+        first = dev not in self._devices
+        self._devices.add(dev)
+        return DeviceJob(dev, self._job(node, inputs, check_nan, dev), node, self.reentrant_depth, first,
+                         _leaves(node, dev))
 
     def _pre(self, node: Node, inputs: list[Any]) -> list[Any] | None:
         """Tensor pre-hooks, retain_grad, captures and node pre-hooks; None if
@@ -650,7 +736,7 @@ class GraphTask:
                     # this commit, and any retain_grad value (PyTorch clones those).
                     arr = grad._data
                     owner = arr if arr.base is None else arr.base
-                    if not is_leaf or not arr.flags.writeable or id(owner) in seen or id(arr) in seen:
+                    if not is_leaf or not writeable(arr) or id(owner) in seen or id(arr) in seen:
                         grad = grad.clone()
                         arr = owner = grad._data
                     seen.add(id(arr))
@@ -687,6 +773,7 @@ class GraphTask:
     def abort(self) -> None:
         """Drop all pending work and staged gradients, and undo the commits of
         the reentrant backwards nested in this one: the backward changes nothing."""
+        self._stopped = True
         self.ready.clear()
         self.not_ready.clear()
         self.dependencies.clear()
@@ -723,9 +810,26 @@ def _kernel(node: Node, inputs: list[Any], task: GraphTask) -> list[Any]:
     _check_count(node, outputs)
     for i, (g, edge) in enumerate(zip(outputs, node.next_edges)):
         if g is not None and edge is not None:
-            shape, dtype = edge[0]._input_meta[edge[1]]
-            outputs[i] = _conform(g, shape, dtype, node, i)
+            shape, dtype, dev = edge[0]._input_meta[edge[1]]
+            outputs[i] = _conform(g, shape, dtype, dev, node, i)
     return outputs
+
+
+def node_device(node: Node) -> Any:
+    """The device a node runs on: its InputBuffer's, the first of its inputs'
+    devices that is not the CPU (PyTorch's ``InputBuffer::device``)."""
+    for meta in node._input_meta:
+        if meta[2] is not CPU:
+            return meta[2]
+    return CPU
+
+
+def _leaves(node: Node, dev: Any) -> bool:
+    """Whether some gradient of ``node`` goes to an input on another device than ``dev``."""
+    for edge in node.next_edges:
+        if edge is not None and edge[0]._input_meta[edge[1]][2] is not dev:
+            return True
+    return False
 
 
 # Note [Accumulating in place]
@@ -749,7 +853,7 @@ def _accumulate(old: Tensor, g: Tensor, create_graph: bool) -> Tensor:
     # References to ``old``: the buffer, _complete's local, this parameter, getrefcount's
     # argument; to ``data``: old._data, this local, getrefcount's argument.
     if not create_graph and _getrefcount(old) == 4 and _getrefcount(data) == 3 and data.base is None \
-            and data.flags.writeable:
+            and writeable(data):
         np.add(data, g._data, out=data)
         return old
     return old + g
@@ -763,8 +867,11 @@ def _check_count(node: Node, outputs: Sequence[Any]) -> None:
         )
 
 
-def _conform(g: Tensor, shape: tuple[int, ...], dtype: np.dtype, node: Node, index: int) -> Tensor:
-    """``g`` summed down to ``shape`` and cast to ``dtype`` (``g`` itself if it matches)."""
+def _conform(g: Tensor, shape: tuple[int, ...], dtype: np.dtype, dev: Any, node: Node, index: int) -> Tensor:
+    """``g`` summed down to ``shape``, cast to ``dtype`` and moved to ``dev`` (``g``
+    itself if it matches).  As PyTorch's ``validate_outputs``, only a 0-d
+    gradient is moved (a CPU scalar's, Note [Mixed devices]); any other on the
+    wrong device is an error."""
     if g._data.shape != shape:
         try:
             ok = np.broadcast_shapes(shape, g._data.shape) == g._data.shape
@@ -778,6 +885,13 @@ def _conform(g: Tensor, shape: tuple[int, ...], dtype: np.dtype, node: Node, ind
         g = g.sum_to_size(shape)
     if g._data.dtype != dtype:
         g = g.to(dtype)
+    if (dev is not CPU or type(g._data) is not _ndarray) and device_of(g._data) is not dev:
+        if g._data.ndim:
+            raise RuntimeError(
+                f"Function {node.name()} returned an invalid gradient at index {index} - expected device "
+                f"{dev} but got {device_of(g._data)}"
+            )
+        g = g.to(dev)
     return g
 
 

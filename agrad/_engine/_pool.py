@@ -34,7 +34,7 @@ from agrad._engine._options import get_num_interop_threads
 if TYPE_CHECKING:
     from agrad._engine._graph_task import GraphTask
 
-__all__ = ["KernelPool", "current_pool"]
+__all__ = ["KernelPool", "current_pool", "loop_post"]
 
 
 class KernelPool:
@@ -180,11 +180,6 @@ def current_pool() -> KernelPool:
 
 
 def _asyncio_pool(loop: asyncio.AbstractEventLoop) -> KernelPool:
-    def post(fn: Callable[[], None]) -> None:
-        # As for trio below: only a loop closed around a running backward refuses.
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(fn)
-
     def start_worker(worker: Callable[[], None]) -> None:
         # The loop's default executor: closed with the loop (module docstring).
         # Started in an empty context: the asyncio future run_in_executor
@@ -193,10 +188,37 @@ def _asyncio_pool(loop: asyncio.AbstractEventLoop) -> KernelPool:
         # (current_graph_task), which would stay reachable after the backward.
         contextvars.Context().run(loop.run_in_executor, None, worker)
 
-    return KernelPool(start_worker, post)
+    return KernelPool(start_worker, _asyncio_post(loop))
 
 
 def _trio_pool() -> KernelPool:
+    trio = sys.modules["trio"]
+
+    def start_worker(worker: Callable[[], None]) -> None:
+        trio.lowlevel.start_thread_soon(worker, _ignore, name="agrad kernel worker")
+
+    return KernelPool(start_worker, _trio_post())
+
+
+def loop_post() -> Callable[[Callable[[], None]], None]:
+    """A function that calls a function on this event loop's thread, from any thread."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return _trio_post()
+    return _asyncio_post(loop)
+
+
+def _asyncio_post(loop: asyncio.AbstractEventLoop) -> Callable[[Callable[[], None]], None]:
+    def post(fn: Callable[[], None]) -> None:
+        # As for trio below: only a loop closed around a running backward refuses.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(fn)
+
+    return post
+
+
+def _trio_post() -> Callable[[Callable[[], None]], None]:
     trio = sys.modules["trio"]
     token = trio.lowlevel.current_trio_token()
 
@@ -206,10 +228,7 @@ def _trio_pool() -> KernelPool:
         with contextlib.suppress(trio.RunFinishedError):
             token.run_sync_soon(fn)
 
-    def start_worker(worker: Callable[[], None]) -> None:
-        trio.lowlevel.start_thread_soon(worker, _ignore, name="agrad kernel worker")
-
-    return KernelPool(start_worker, post)
+    return post
 
 
 def _ignore(_: Any) -> None:

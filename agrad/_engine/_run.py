@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from agrad._backends import full, zeros
 from agrad._engine._graph_task import GraphTask, current_graph_task
 from agrad._graph._node import GraphRoot
 from agrad._tensor import Tensor
@@ -39,7 +40,8 @@ def _make_grads(outputs: Sequence[Tensor], grads: Sequence[Any]) -> list[Tensor]
         if g is None:
             if out._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            g = Tensor._make(np.ones(out._data.shape, out._data.dtype))
+            g = Tensor._make(np.ones(out._data.shape, out._data.dtype) if out.is_cpu
+                             else full(out._data.shape, 1, out._data.dtype, out.device))
         elif not isinstance(g, Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         elif g.shape != out.shape:
@@ -47,8 +49,13 @@ def _make_grads(outputs: Sequence[Tensor], grads: Sequence[Any]) -> list[Tensor]
                 f"Mismatch in shape: grad_output[{i}] has a shape of {tuple(g.shape)} and "
                 f"output[{i}] has a shape of {tuple(out.shape)}."
             )
-        elif g._data.dtype != out._data.dtype:
-            g = g.to(out.dtype)
+        else:
+            if g.device is not out.device:
+                raise RuntimeError(
+                    f"invalid gradient at index {i} - expected device {out.device} but got {g.device}"
+                )
+            if g._data.dtype != out._data.dtype:
+                g = g.to(out.dtype)
         new.append(g)
     return new
 
@@ -131,7 +138,7 @@ def grad_task(outputs: Any, inputs: Any, grad_outputs: Any, retain_graph: bool |
         for i, (t, g) in enumerate(zip(ins, task.captured)):
             if g is None:
                 if materialize_grads:
-                    g = Tensor._make(np.zeros(t._data.shape, t._data.dtype))
+                    g = Tensor._make(zeros(t._data.shape, t._data.dtype, t.device))
                 elif not allow_unused:
                     raise RuntimeError(
                         f"The differentiated Tensor at index {i} appears to not have been used in the "

@@ -20,6 +20,10 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import numpy as np
+
+from agrad._backends import device_of
+from agrad._device import CPU
 from agrad._grad_mode import grad_enabled
 from agrad._graph._saved_hooks import Hooks, current_hooks
 from agrad.utils.hooks import RemovableHandle, _add_hook
@@ -28,7 +32,8 @@ if TYPE_CHECKING:
     from agrad._engine._graph_task import GraphTask
     from agrad._tensor import Tensor
 
-__all__ = ["Node", "Edge", "AccumulateGrad", "GraphRoot", "SavedTensor", "next_sequence_nr", "single_input_meta"]
+__all__ = ["Node", "Edge", "AccumulateGrad", "GraphRoot", "SavedTensor", "next_sequence_nr", "single_input_meta",
+           "input_meta"]
 
 # Note [Sequence numbers]
 # ~~~~~~~~~~~~~~~~~~~~~~~
@@ -54,21 +59,30 @@ class Edge(NamedTuple):
 
 # Note [Shared input metadata]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# Every node of a table op has one input whose (shape, dtype) the engine
-# checks gradients against.  Graphs repeat a handful of them, so the
-# ``_input_meta`` tuples are shared through a small cache: a 200,000-node
-# chain then holds two tuples and a shape per node fewer (about 150 bytes).
-_META: dict[tuple[tuple[int, ...], Any], tuple[tuple[tuple[int, ...], Any]]] = {}
+# Every node of a table op has one input whose (shape, dtype, device) the
+# engine checks gradients against and routes the node by (the device of its
+# InputBuffer, as PyTorch's ``InputBuffer::device``).  Graphs repeat a handful
+# of them, so the ``_input_meta`` tuples are shared through a small cache: a
+# 200,000-node chain then holds two tuples and a shape per node fewer (about
+# 150 bytes).
+_META: dict[tuple[Any, ...], tuple[tuple[tuple[int, ...], Any, Any]]] = {}
+_ndarray = np.ndarray
 
 
-def single_input_meta(data: Any) -> tuple[tuple[tuple[int, ...], Any]]:
-    """The shared ``_input_meta`` of a node whose one input is ``data``-shaped."""
-    key = (data.shape, data.dtype)
+def input_meta(data: Any) -> tuple[tuple[int, ...], Any, Any]:
+    """``(shape, dtype, device)`` of a gradient that must match ``data``."""
+    return data.shape, data.dtype, CPU if type(data) is _ndarray else device_of(data)
+
+
+def single_input_meta(data: Any) -> tuple[tuple[tuple[int, ...], Any, Any]]:
+    """The shared ``_input_meta`` of a node whose one input is like ``data``."""
+    # A host array's key leaves the device out: hashing a device is a Python call.
+    key = (data.shape, data.dtype) if type(data) is _ndarray else (data.shape, data.dtype, device_of(data))
     meta = _META.get(key)
     if meta is None:
         if len(_META) >= 4096:
             _META.clear()
-        meta = _META[key] = (key,)
+        meta = _META[key] = ((data.shape, data.dtype, key[2] if len(key) == 3 else CPU),)
     return meta
 
 
@@ -110,9 +124,10 @@ class Node:
         self.next_edges: tuple[Edge | None, ...] = ()
         self.sequence_nr = next_sequence_nr()
         self.topological_nr = 0
-        # (shape, dtype) of each forward output: gradients arriving here are
-        # checked and reduced against it (see GraphTask._complete).
-        self._input_meta: tuple[tuple[tuple[int, ...], Any], ...] = ()
+        # (shape, dtype, device) of each forward output: gradients arriving here
+        # are checked, reduced and moved to it (see GraphTask._complete), and the
+        # node runs on the first of those devices that is not the CPU.
+        self._input_meta: tuple[tuple[tuple[int, ...], Any, Any], ...] = ()
         self._pre_hooks: dict[int, Callable] | None = None
         self._post_hooks: dict[int, Callable] | None = None
         self._tensor_pre_hooks: dict[int, dict[int, Callable]] | None = None
@@ -252,7 +267,8 @@ def _is_constant(t: "Tensor") -> bool:
     """Whether ``t`` is a Python number made a tensor (Note [Scalar constants]): as
     PyTorch does for wrapped numbers, saved-tensor hooks never see it."""
     data = t._data
-    return data.ndim == 0 and not data.flags.writeable and t._grad_fn is None and not t._requires_grad
+    return (data.ndim == 0 and type(data) is _ndarray and not data.flags.writeable and t._grad_fn is None
+            and not t._requires_grad)
 
 _FREED = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from agrad import _dtype
+from agrad import _backends, _dtype
 from agrad._tensor import Tensor
 
 # -- helpers shared by entries -------------------------------------------------
@@ -58,6 +58,19 @@ def _expand_reduced(g: Tensor, shape: tuple[int, ...], dim: Any, keepdim: bool) 
     elif dim is None and not keepdim and g.ndim:
         g = g.reshape((1,) * len(shape))  # (a 0-d gradient, the usual case, expands as is)
     return g.expand(shape)
+
+
+def _zeros_on(like: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """A constant tensor of zeros of ``shape``, with ``like``'s dtype and on its device."""
+    return Tensor._make(_backends.zeros(shape, like._data.dtype, like.device))
+
+
+def _grids(xp: Any, shape: tuple[int, ...]) -> list[Any]:
+    """``arange(n)`` along each dimension of ``shape``, shaped to broadcast together:
+    ``numpy.indices(shape, sparse=True)``, which CuPy lacks.  Made on the current
+    device, so callers outside a forward wrap it in ``_backends.on``."""
+    nd = len(shape)
+    return [xp.arange(n).reshape(tuple(n if j == k else 1 for j in range(nd))) for k, n in enumerate(shape)]
 
 
 def _shape_args(shape: tuple[Any, ...]) -> tuple[int, ...]:

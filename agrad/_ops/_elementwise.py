@@ -8,8 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from agrad import _dtype
-from agrad._ops._common import _binary_samples, _is_bool, _pos, _quiet, _r, _unary_samples
+from agrad import _backends, _dtype
+from agrad._device import CPU
+from agrad._ops._common import _binary_samples, _is_bool, _pos, _quiet, _r, _unary_samples, _zeros_on
 from agrad._ops._registry import _inplace, defop, identity
 from agrad._tensor import Tensor
 
@@ -267,7 +268,7 @@ ge = _compare("greater_equal", "__ge__")
 def _zeros(g: Tensor) -> Tensor:
     # The gradient of a piecewise-constant function: zeros, independent of g
     # (PyTorch's zeros_like(grad), also where g is inf or nan).
-    return Tensor._make(np.zeros(g.shape, g._data.dtype))
+    return _zeros_on(g, g.shape)
 
 
 def _kinks(rng: np.random.Generator, *shape: int) -> np.ndarray:
@@ -386,9 +387,17 @@ except ImportError:  # pragma: no cover - scipy is optional
 _ERF_PY = np.frompyfunc(math.erf, 1, 1)
 
 
-def _ERF(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float64)
-    return _scipy_erf(x) if _scipy_erf is not None else np.asarray(_ERF_PY(x), dtype=np.float64)
+def _ERF(xp: Any, x: Any) -> Any:
+    """erf of ``x`` in float64, where ``x`` lives: scipy's (or math.erf's) on the
+    host, cupyx's on CUDA; other devices compute it on the host."""
+    if xp is np:
+        x = np.asarray(x, dtype=np.float64)
+        return _scipy_erf(x) if _scipy_erf is not None else np.asarray(_ERF_PY(x), dtype=np.float64)
+    dev = _backends.device_of(x)
+    if dev.type == "cuda":
+        from cupyx.scipy.special import erf as cupy_erf
+        return cupy_erf(x.astype(np.float64))
+    return _backends.transfer(_ERF(np, _backends.transfer(x, CPU)), dev)
 
 
 @defop(ref=lambda torch: torch.erf,
@@ -396,7 +405,7 @@ def _ERF(x: np.ndarray) -> np.ndarray:
        methods=("erf",), inplace=("erf_",), to_float=True, samples=_unary_samples())
 def erf(xp, input):
     """Elementwise error function."""
-    return _ERF(input).astype(input.dtype, copy=False)
+    return _ERF(xp, input).astype(input.dtype, copy=False)
 
 
 def _rounding(fn_name: str, torch_name: str):  # type: ignore[no-untyped-def]
@@ -611,7 +620,7 @@ def gelu(xp, input, *, approximate="none"):
     if approximate == "tanh":
         out = 0.5 * x * (1 + xp.tanh(_GELU_K * (x + 0.044715 * x * x * x)))
     else:
-        out = 0.5 * x * (1 + _ERF(x * math.sqrt(0.5)))
+        out = 0.5 * x * (1 + _ERF(xp, x * math.sqrt(0.5)))
     return out.astype(input.dtype, copy=False)
 
 

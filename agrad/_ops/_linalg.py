@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from agrad import _dtype
+from agrad import _backends, _dtype
 from agrad._ops._common import _r
 from agrad._ops._registry import defop
 from agrad._tensor import Tensor
@@ -184,10 +184,8 @@ def _einsum_grad(g: Tensor, tensors: tuple[Tensor, ...], equation: str) -> list[
     """The gradient of operand k is an einsum of the incoming gradient with the
     other operands, written into operand k's subscripts: a letter repeated in
     them (a diagonal) goes through an identity, a letter summed away by operand
-    k alone through a vector of ones (both constants)."""
-    from agrad._creation import ones
-    from agrad._creation import tensor as make_tensor
-
+    k alone through a vector of ones (both constants, made on ``g``'s device)."""
+    dt, dev = g._data.dtype, g.device
     subs, rhs = _parse_equation(equation, len(tensors))
     sizes = {c: t.shape[i] for t, s in zip(tensors, subs) for i, c in enumerate(s)}
     free = [chr(c) for c in range(ord("A"), ord("Z") + 1)] + [chr(c) for c in range(ord("a"), ord("z") + 1)]
@@ -202,14 +200,16 @@ def _einsum_grad(g: Tensor, tensors: tuple[Tensor, ...], equation: str) -> list[
         for c in target:
             if c in seen:  # a repeated letter: a fresh one tied to c by an identity
                 new = free.pop()
-                operands.append(make_tensor(np.eye(sizes[c], dtype=g._data.dtype)))
+                with _backends.on(dev):
+                    eye = _backends.array_module(g._data).eye(sizes[c], dtype=dt)
+                operands.append(Tensor._make(eye))
                 in_subs.append(c + new)
                 out_subs += new
                 continue
             seen.add(c)
             out_subs += c
             if c not in available:
-                operands.append(ones(sizes[c], dtype=g.dtype))
+                operands.append(Tensor._make(_backends.full((sizes[c],), 1, dt, dev)))
                 in_subs.append(c)
                 available.add(c)
         grads.append(einsum(",".join(in_subs) + "->" + out_subs, *operands))

@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from agrad import _dtype
+from agrad import _backends, _dtype
 from agrad._ops import _elementwise
-from agrad._ops._common import _axis, _expand_reduced, _r, _reduced_count
+from agrad._ops._common import _axis, _expand_reduced, _grids, _r, _reduced_count
 from agrad._ops._elementwise import abs, exp, where
 from agrad._ops._registry import defop
 from agrad._tensor import Tensor
@@ -226,11 +226,10 @@ def _extreme_along(input: Tensor, dim: int, keepdim: bool, arg, result):  # type
         return result(input[...], idx)
     d = dim % input.ndim
     idx = arg(input, dim=d, keepdim=True)
-    shape = idx.shape
-    index = tuple(idx._data if k == d else
-                  np.arange(n).reshape([n if j == k else 1 for j in range(len(shape))])
-                  for k, n in enumerate(shape))
-    values = input[index]
+    with _backends.on(idx.device):
+        index = _grids(_backends.array_module(idx._data), idx.shape)
+    index[d] = idx._data
+    values = input[tuple(index)]
     if not keepdim:
         values = values.squeeze(d)
         idx = idx.squeeze(d)

@@ -36,7 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from agrad import _dtype
+from agrad import _backends, _dtype
+from agrad._device import CPU
 from agrad._grad_mode import grad_enabled
 from agrad._graph._anomaly import anomaly_enabled
 from agrad._graph._node import _FREED, Node, SavedTensor, single_input_meta
@@ -189,17 +190,19 @@ def _constant(value: Any, np_dtype: np.dtype) -> Tensor:
 _PY_NUMBERS = (float, int)
 
 
-def _coerce(op: OpDef, args: Sequence[Any]) -> tuple[tuple[Tensor, ...], list[np.ndarray]]:
+def _coerce(op: OpDef, args: Sequence[Any]) -> tuple[tuple[Tensor, ...], list[Any], Any]:
     """Turn numbers into constant tensors and apply PyTorch's type promotion.
 
-    Returns the tensors (what the graph records and the node saves) and the
-    arrays the forward computes on, cast to the common dtype.  The casts are
-    not recorded: the engine casts each gradient back to its input's dtype
-    when routing it, as PyTorch's ``validate_outputs`` does.
+    Returns the tensors (what the graph records and the node saves), the
+    arrays the forward computes on, cast to the common dtype and all on one
+    device, and that device (Note [Mixed devices]).  The casts are not
+    recorded: the engine casts each gradient back to its input's dtype when
+    routing it, as PyTorch's ``validate_outputs`` does.
     """
     if not (op.promote or op.to_float):
         tensors = tuple(a if isinstance(a, Tensor) else _as_constant(a, None) for a in args)
-        return tensors, [t._data for t in tensors]
+        arrays = [t._data for t in tensors]
+        return tensors, arrays, _placement(arrays)
     if len(args) == 2:
         # Fast path: a tensor and a Python number of no higher category (float
         # tensor * 2.5, int tensor + 1); ``apply`` takes the tensors-only ones.
@@ -208,9 +211,10 @@ def _coerce(op: OpDef, args: Sequence[Any]) -> tuple[tuple[Tensor, ...], list[np
         if ta is Tensor and tb in _PY_NUMBERS or tb is Tensor and ta in _PY_NUMBERS:
             t, num = (a, b) if ta is Tensor else (b, a)
             dt = t._data.dtype
-            if dt.kind == "f" or (type(num) is int and dt.kind in "iu" and not op.to_float):
+            if type(t._data) is _ndarray and (dt.kind == "f" or (type(num) is int and dt.kind in "iu"
+                                                                 and not op.to_float)):
                 c = _constant(num, dt)
-                return ((a, c), [a._data, c._data]) if ta is Tensor else ((c, b), [c._data, b._data])
+                return ((a, c), [a._data, c._data], CPU) if ta is Tensor else ((c, b), [c._data, b._data], CPU)
     dims, zero_dims, scalars = [], [], []
     for a in args:
         if isinstance(a, Tensor):
@@ -223,7 +227,51 @@ def _coerce(op: OpDef, args: Sequence[Any]) -> tuple[tuple[Tensor, ...], list[np
     if op.to_float and not target.is_floating_point:
         target = _dtype.get_default_dtype()
     tensors = tuple(a if isinstance(a, Tensor) else _as_constant(a, target) for a in args)
-    return tensors, [t._data if t._data.dtype == target.np else t._data.astype(target.np) for t in tensors]
+    arrays = [t._data if t._data.dtype == target.np else t._data.astype(target.np) for t in tensors]
+    return tensors, arrays, _placement(arrays)
+
+
+# Note [Mixed devices]
+# ~~~~~~~~~~~~~~~~~~~~
+# An op runs on its inputs' device, and all of them must be on one device, as
+# PyTorch requires, with one exception: a 0-d CPU tensor (a Python number made
+# a tensor, Note [Scalar constants], or a user's scalar) goes along with
+# tensors on another device.  Only the array the forward computes on is
+# copied; the graph records the CPU tensor itself, so its gradient, computed
+# on the device, is moved back to the CPU when the engine routes it (the
+# gradient is conformed to the input's device as to its shape and dtype).
+def _placement(arrays: list[Any]) -> Any:
+    """The device ``arrays`` compute on, 0-d CPU arrays moved there in place."""
+    for a in arrays:
+        if type(a) is not _ndarray:
+            break
+    else:
+        return CPU
+    dev = CPU
+    for a in arrays:
+        if type(a) is not _ndarray:
+            d = _backends.device_of(a)
+            if dev is not CPU and d is not dev:
+                raise RuntimeError(
+                    f"Expected all tensors to be on the same device, but found at least two devices, {dev} and {d}!"
+                )
+            dev = d
+    for i, a in enumerate(arrays):
+        if type(a) is _ndarray:
+            if a.ndim:
+                raise RuntimeError(
+                    f"Expected all tensors to be on the same device, but found at least two devices, {dev} and cpu!"
+                )
+            arrays[i] = _backends.transfer(a, dev)
+    return dev
+
+
+def _as_array(out: Any, xp: Any) -> Any:
+    """A forward's result as an array: numpy scalars (full reductions) become
+    0-d arrays; an array of any backend (``.to()`` returns one) stays as it is."""
+    if isinstance(out, np.generic) or type(out) not in _backends._BY_ARRAY_TYPE:
+        return xp.asarray(out)
+    return out
 
 
 # Note [Saving only what is needed]
@@ -244,19 +292,31 @@ def apply(op: OpDef, args: Sequence[Any], attrs: dict[str, Any]) -> Tensor:
     # (float unless the op computes integers in float).  Everything else,
     # numbers included, goes through ``_coerce``.
     n = len(args)
-    if n == 1 and type(a := args[0]) is Tensor and (not op.to_float or a._data.dtype.kind == "f"):
-        tensors, arrays = args, [a._data]
+    if (n == 1 and type(a := args[0]) is Tensor and type(ad := a._data) is _ndarray
+            and (not op.to_float or ad.dtype.kind == "f")):
+        tensors, arrays = args, [ad]
+        dev = CPU
     elif (n == 2 and type(a := args[0]) is Tensor and type(b := args[1]) is Tensor
-          and (dt := a._data.dtype) is b._data.dtype and (not op.to_float or dt.kind == "f")):
-        tensors, arrays = args, [a._data, b._data]
+          and type(ad := a._data) is _ndarray and type(bd := b._data) is _ndarray
+          and (dt := ad.dtype) is bd.dtype and (not op.to_float or dt.kind == "f")):
+        tensors, arrays = args, [ad, bd]
+        dev = CPU
     else:
-        tensors, arrays = _coerce(op, args)
-    out = op.forward(np, *arrays, **attrs) if attrs else op.forward(np, *arrays)
-    if type(out) is not _ndarray:
-        out = np.asarray(out)
+        tensors, arrays, dev = _coerce(op, args)
+    if dev is CPU:
+        xp = np
+        out = op.forward(np, *arrays, **attrs) if attrs else op.forward(np, *arrays)
+        if type(out) is not _ndarray:
+            out = _as_array(out, np)
+    else:
+        xp = _backends.backend(dev.type).xp
+        with _backends.on(dev):
+            out = op.forward(xp, *arrays, **attrs)
+            if type(out) is not _ndarray:
+                out = _as_array(out, xp)
     result = Tensor._make(out)
-    if op.view and out.base is not None and arrays[0] is tensors[0]._data and np.may_share_memory(out, arrays[0]):
-        _make_view(op, attrs, tensors[0], result)
+    if op.view and out.base is not None and arrays[0] is tensors[0]._data and xp.may_share_memory(out, arrays[0]):
+        _make_view(op, attrs, tensors[0], result, xp)
     if op.vjps is None or not grad_enabled.get():
         return result
     if op.variadic:
@@ -315,18 +375,18 @@ def record(op: OpDef, tensors: Sequence[Tensor], attrs: dict[str, Any], result: 
     return result
 
 
-def _make_view(op: OpDef, attrs: dict[str, Any], src: Tensor, view: Tensor) -> None:
-    """Mark ``view`` (whose array is a numpy view of ``src``'s) as a view of
+def _make_view(op: OpDef, attrs: dict[str, Any], src: Tensor, view: Tensor, xp: Any) -> None:
+    """Mark ``view`` (whose array is a view of ``src``'s) as a view of
     ``src``'s base: shared memory and version counter, and a replay of the view
     op(s) from the base, as an array function and as a recorded agrad op."""
     parent = src._view_fn if src._base is not None else None
     forward = op.forward
     if parent is None:
-        view_np = lambda arr: forward(np, arr, **attrs)  # noqa: E731
+        view_np = lambda arr: forward(xp, arr, **attrs)  # noqa: E731
         view_t = lambda base: apply(op, (base,), attrs)  # noqa: E731
     else:
         parent_np, parent_t = parent
-        view_np = lambda arr: forward(np, parent_np(arr), **attrs)  # noqa: E731
+        view_np = lambda arr: forward(xp, parent_np(arr), **attrs)  # noqa: E731
         view_t = lambda base: apply(op, (parent_t(base),), attrs)  # noqa: E731
     view._base = src._base if src._base is not None else src
     view._version_counter = src._version_counter

@@ -6,8 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from agrad import _dtype
-from agrad._ops._common import _r, _shape_args, _unary_samples
+from agrad import _backends, _dtype
+from agrad._device import CPU
+from agrad._engine._graph_task import current_graph_task
+from agrad._ops._common import _grids, _r, _shape_args, _unary_samples, _zeros_on
 from agrad._ops._registry import _inplace, defop, identity
 from agrad._tensor import Tensor
 
@@ -122,14 +124,18 @@ def _filled(xp, input, *, value):
 # -- indexing ---------------------------------------------------------------------
 
 
-def _index_arg(index: Any) -> Any:
-    """Normalise an index: tensors become arrays; lists of ints become integer arrays."""
+def _index_arg(index: Any, dev: Any = CPU) -> Any:
+    """Normalise an index of a tensor on ``dev``: tensors become arrays; lists of
+    ints become integer arrays.  Host index arrays are moved to ``dev``, once
+    here, so the backward's scatter (``_index_put_grad``) finds them there."""
     if isinstance(index, tuple):
-        return tuple(_index_arg(i) for i in index)
+        return tuple(_index_arg(i, dev) for i in index)
     if isinstance(index, Tensor):
-        return index._data
-    if isinstance(index, list):
-        return np.asarray(index)
+        index = index._data
+    elif isinstance(index, list):
+        index = np.asarray(index)
+    if dev is not CPU and type(index) is np.ndarray:
+        return _backends.transfer(index, dev)
     return index
 
 
@@ -141,7 +147,7 @@ def _is_basic(index: Any) -> bool:
 @defop(view=True, ref=lambda torch: lambda x, index: x[index],
        vjp=lambda g, input_shape, index: _index_put_grad(g, shape=input_shape, index=index),
        node="IndexBackward0", methods=("__getitem__",),
-       parse=lambda input, index: ((input,), {"index": _index_arg(index)}),
+       parse=lambda input, index: ((input,), {"index": _index_arg(index, input.device)}),
        samples=lambda rng: [((_r(rng, 4, 5), 1), {}), ((_r(rng, 4, 5), (slice(None), slice(1, None, 2))), {}),
                             ((_r(rng, 4, 5), (None, Ellipsis, 0)), {}),
                             ((_r(rng, 4, 5), np.array([0, 2, 0])), {}),
@@ -168,22 +174,48 @@ def _index_put_grad(xp, grad, *, shape, index):
 
 # -- methods that are spellings of the entries above ------------------------------
 
-def _to(self: Tensor, *args: Any, dtype: Any = None, device: Any = None, copy: bool = False) -> Tensor:
-    """Return a tensor with the given dtype (and device); ``self`` when nothing changes."""
-    from agrad._device import device as _device
+@defop(vjp=lambda g, source, device: _to_device(g, device=source, source=device), node="ToCopyBackward0")
+def _to_device(xp, input, *, device, source):
+    """A copy of ``input`` on ``device`` (from ``source``, its device); the
+    backward moves the gradient back (PyTorch's ``_to_copy``)."""
+    return _backends.transfer(input, device)
+
+
+def _to(self: Tensor, *args: Any, dtype: Any = None, device: Any = None, copy: bool = False,
+        non_blocking: bool = False) -> Tensor:
+    """This tensor with the given dtype and/or device; ``self`` when nothing changes.
+
+    ``t.to(other)`` takes ``other``'s dtype and device, as in PyTorch.  Both
+    the cast and the move are recorded: gradients flow back to ``self``'s
+    dtype and device.
+    """
     for a in args:
         if isinstance(a, (_dtype.dtype, type, np.dtype)):
             dtype = a
         elif isinstance(a, Tensor):
-            dtype = a.dtype
+            dtype, device = a.dtype, a.device
         else:
             device = a
-    if device is not None:
-        _device(device)  # validates; cpu is the only device today
+    dst = None if device is None else _backends.canonical(device)
     target = self.dtype if dtype is None else _dtype.to_dtype(dtype)
-    if target is self.dtype and not copy:
-        return self
-    return _to_dtype(self, dtype=target)
+    t = self
+    if target is not self.dtype or (copy and (dst is None or dst is self.device)):
+        t = _to_dtype(t, dtype=target)
+    if dst is not None and dst is not t.device:
+        t = _to_device(t, device=dst, source=t.device)
+    return t
+
+
+def _cpu(self: Tensor) -> Tensor:
+    """This tensor in host memory (``self`` if it is there already)."""
+    return _to(self, CPU)
+
+
+def _cuda(self: Tensor, device: Any = None, non_blocking: bool = False) -> Tensor:
+    """This tensor on a CUDA device (the current one by default)."""
+    if isinstance(device, int):
+        device = f"cuda:{device}"
+    return _to(self, "cuda" if device is None else device)
 
 
 def _zero_(self: Tensor) -> Tensor:
@@ -191,6 +223,8 @@ def _zero_(self: Tensor) -> Tensor:
 
 
 Tensor.to = _to  # type: ignore[attr-defined]
+Tensor.cpu = _cpu  # type: ignore[attr-defined]
+Tensor.cuda = _cuda  # type: ignore[attr-defined]
 Tensor.zero_ = _zero_  # type: ignore[attr-defined]
 for _name, _d in (("float", _dtype.float32), ("double", _dtype.float64), ("half", _dtype.float16),
                   ("long", _dtype.int64), ("int", _dtype.int32), ("bool", _dtype.bool)):
@@ -570,10 +604,6 @@ def _index_select(xp, input, index, *, dim):
 index_select = _index_select
 
 
-def _zeros_like_shape(g: Tensor, shape: tuple[int, ...]) -> Tensor:
-    return Tensor._make(np.zeros(shape, dtype=g._data.dtype))
-
-
 def _gather_check(input: Any, index: Any, dim: int, name: str) -> None:
     _check_index(index, name)
     if index.ndim != input.ndim and index.size and input.ndim:
@@ -584,22 +614,25 @@ def _gather_check(input: Any, index: Any, dim: int, name: str) -> None:
                 f"Size does not match at dimension {k} expected index {list(index.shape)} to be no larger than "
                 f"self {list(input.shape)} apart from dimension {dim}"
             )
-    if index.size and input.ndim:
+    # On a device the value check reads the result on the host, which waits for
+    # the device; inside a backward it is skipped there: the indices were saved
+    # by a forward that checked them (PyTorch's CUDA kernels assert on the device).
+    if index.size and input.ndim and (type(index) is np.ndarray or current_graph_task.get() is None):
         bad = (index < 0) | (index >= input.shape[dim])
         if bad.any():
-            i = int(index[bad].flat[0])
+            i = int(index[bad].reshape(-1)[0])
             raise RuntimeError(f"index {i} is out of bounds for dimension {dim} with size {input.shape[dim]}")
 
 
-def _full_index(index: Any, dim: int) -> tuple[Any, ...]:
+def _full_index(xp: Any, index: Any, dim: int) -> tuple[Any, ...]:
     """Index arrays addressing ``a[i][j][index[i][j][k]]``-style positions (dim replaced by ``index``)."""
-    grids = list(np.indices(index.shape, sparse=True))
+    grids = _grids(xp, index.shape)
     grids[dim] = index
     return tuple(grids)
 
 
 @defop(ref=lambda torch: torch.gather,
-       vjp=(lambda g, input_shape, index, dim: scatter_add(_zeros_like_shape(g, input_shape), dim, index, g), None),
+       vjp=(lambda g, input_shape, index, dim: scatter_add(_zeros_on(g, input_shape), dim, index, g), None),
        node="GatherBackward0", methods=("gather",),
        parse=lambda input, dim, index: ((input, index), {"dim": _wrap_dim(dim, input.ndim)}),
        samples=lambda rng: [((_r(rng, 3, 4), 1, np.array([[0, 0, 3], [1, 2, 1], [3, 3, 3]])), {}),
@@ -612,7 +645,7 @@ def _gather(xp, input, index, *, dim):
     _gather_check(input, index, dim, "gather")
     if input.ndim == 0:
         return input.reshape(index.shape).copy()
-    return input[_full_index(index, dim)]
+    return input[_full_index(xp, index, dim)]
 
 
 gather = _gather
@@ -643,7 +676,7 @@ def _scatter_add(xp, input, index, src, *, dim):
         out += src.reshape(()) if src.ndim else src
         return out
     part = src[tuple(slice(0, n) for n in index.shape)]
-    xp.add.at(out, _full_index(index, dim), part.astype(out.dtype, copy=False))
+    xp.add.at(out, _full_index(xp, index, dim), part.astype(out.dtype, copy=False))
     return out
 
 

@@ -102,7 +102,7 @@ def _index_zeroed(xp, grad, *, index):
 def _setitem(self: Tensor, index: Any, value: Any) -> None:
     """``t[index] = value`` in place: a write through a view for basic indexing
     (CopySlices when recording), an index_put for advanced indexing."""
-    index = _index_arg(index)
+    index = _index_arg(index, self.device)
     if _is_basic(index):
         _index(self, index).copy_(value)
     else:

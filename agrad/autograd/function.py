@@ -12,10 +12,10 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
+from agrad._backends import zeros
+from agrad._device import CPU
 from agrad._grad_mode import grad_enabled, no_grad
-from agrad._graph._node import _FREED, Node, SavedTensor
+from agrad._graph._node import _FREED, Node, SavedTensor, input_meta
 from agrad._tensor import Tensor
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]
@@ -75,8 +75,8 @@ class BackwardCFunction(Node, FunctionCtx):
 
     def apply(self, grads: list[Any], task: Any) -> Any:
         if self.materialize_grads:
-            grads = [Tensor._make(np.zeros(shape, dtype)) if g is None and dtype is not None else g
-                     for g, (shape, dtype) in zip(grads, self._input_meta)]
+            grads = [Tensor._make(zeros(shape, dtype, dev)) if g is None and dtype is not None else g
+                     for g, (shape, dtype, dev) in zip(grads, self._input_meta)]
         result = self._forward_cls.backward(self, *grads)
         if self.is_async:
             return self._await_result(result)
@@ -218,8 +218,7 @@ def _wrap_outputs(ctx: BackwardCFunction, args: Sequence[Any], output: Any, reco
             o._requires_grad = False
         wrapped.append(o)
     if recording:
-        ctx._input_meta = tuple((o._data.shape, o._data.dtype) if isinstance(o, Tensor) else ((), None)
-                                for o in wrapped)
+        ctx._input_meta = tuple(input_meta(o._data) if isinstance(o, Tensor) else ((), None, CPU) for o in wrapped)
         ctx._saved = [None if t is None else
                       SavedTensor(t, is_output=True, output_nr=_index_of(t, wrapped)) if _index_of(t, wrapped) >= 0
                       else SavedTensor(t) for t in ctx.to_save]
@@ -263,7 +262,7 @@ def once_differentiable(fn: Callable[..., Any]) -> Callable[..., Any]:
         err.set_next_edges([g._gradient_edge() for g in needs])
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
-        err._input_meta = tuple((o._data.shape, o._data.dtype) if isinstance(o, Tensor) else ((), None) for o in outs)
+        err._input_meta = tuple(input_meta(o._data) if isinstance(o, Tensor) else ((), None, CPU) for o in outs)
         res = tuple(o._alias(grad_fn=err, output_nr=i) if isinstance(o, Tensor) else o for i, o in enumerate(outs))
         return res[0] if single else res
 

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from agrad._backends import transfer
+from agrad._device import CPU
 from agrad._tensor import Tensor
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
@@ -25,6 +27,11 @@ def _differentiable_outputs(outputs: tuple[Any, ...]) -> list[Tensor]:
     return [o for o in outputs if isinstance(o, Tensor) and o.requires_grad]
 
 
+def _host(t: Tensor) -> np.ndarray:
+    """``t``'s values as a flat float64 host array (copied from its device if need be)."""
+    return transfer(t._data, CPU).reshape(-1).astype(np.float64)
+
+
 def _numerical_jacobian(fn: Callable[..., Any], inputs: tuple[Any, ...], x: Tensor, n_out: list[int],
                         eps: float) -> list[np.ndarray]:
     """d(outputs)/d(x) by central differences, one (numel(x), numel(out)) block per output."""
@@ -34,9 +41,9 @@ def _numerical_jacobian(fn: Callable[..., Any], inputs: tuple[Any, ...], x: Tens
     for j in range(flat.size):
         orig = flat[j].copy()
         flat[j] = orig + eps
-        plus = [o._data.reshape(-1).astype(np.float64) for o in _differentiable_outputs(_as_tuple(fn(*inputs)))]
+        plus = [_host(o) for o in _differentiable_outputs(_as_tuple(fn(*inputs)))]
         flat[j] = orig - eps
-        minus = [o._data.reshape(-1).astype(np.float64) for o in _differentiable_outputs(_as_tuple(fn(*inputs)))]
+        minus = [_host(o) for o in _differentiable_outputs(_as_tuple(fn(*inputs)))]
         flat[j] = orig
         for k, (p, m) in enumerate(zip(plus, minus)):
             jac[k][j] = (p - m) / (2 * eps)
@@ -99,12 +106,12 @@ def gradcheck(
             for col in range(out.numel()):
                 onehot = np.zeros(out.numel(), dtype=out._data.dtype)
                 onehot[col] = 1
-                (g,) = grad_sync(out, x, Tensor._make(onehot.reshape(out.shape)), retain_graph=True,
-                                 allow_unused=True)
+                (g,) = grad_sync(out, x, Tensor._make(transfer(onehot.reshape(out.shape), out.device)),
+                                 retain_graph=True, allow_unused=True)
                 if g is not None:
                     if g.shape != x.shape:
                         return fail(f"Gradient has incorrect size for input {i}: {g.shape} vs {x.shape}")
-                    analytical[:, col] = g._data.reshape(-1)
+                    analytical[:, col] = _host(g)
             if not np.allclose(analytical, numerical[k], rtol=rtol, atol=atol, equal_nan=True):
                 return fail(
                     f"Jacobian mismatch for output {k} with respect to input {i},\n"
@@ -134,8 +141,8 @@ def gradgradcheck(
     outputs = _differentiable_outputs(_as_tuple(func(*inputs)))
     if grad_outputs is None:
         rng = np.random.default_rng(0)
-        grad_outputs = [Tensor._make(rng.standard_normal(o.shape).astype(o._data.dtype)).requires_grad_()
-                        for o in outputs]
+        grad_outputs = [Tensor._make(transfer(rng.standard_normal(o.shape).astype(o._data.dtype), o.device))
+                        .requires_grad_() for o in outputs]
     n_in = len(inputs)
 
     def first_derivative(*args: Any) -> tuple[Tensor, ...]:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from agrad import _creation
+from agrad import _backends, _creation
 from agrad._ops._elementwise import where
 from agrad._tensor import Tensor
 
@@ -22,20 +22,21 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)``.
 
     The mask comes from ``generator`` (agrad's default generator when ``None``,
-    so ``agrad.manual_seed`` makes it reproducible).  Identity when
-    ``training=False`` or ``p == 0``; all zeros when ``p == 1``.
+    so ``agrad.manual_seed`` makes it reproducible), drawn on the host and
+    copied to ``input``'s device as ``agrad.rand`` is: the same on every device.
+    Identity when ``training=False`` or ``p == 0``; all zeros when ``p == 1``.
     """
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    dt = input._data.dtype
+    dt, dev = input._data.dtype, input.device
     if p == 1.0:
-        scale = np.zeros(input.shape, dt)
+        scale = _backends.zeros(input.shape, dt, dev)
     else:
         rng = (generator if generator is not None else _creation.default_generator)._rng
         keep = rng.random(input.shape) >= p
-        scale = keep.astype(dt) * np.asarray(1.0 / (1.0 - p), dt)
+        scale = _backends.transfer(keep.astype(dt) * np.asarray(1.0 / (1.0 - p), dt), dev)
     mask = Tensor._make(scale)
     return input.mul_(mask) if inplace else input * mask
 
@@ -72,12 +73,12 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     """
     if max_norm is not None or scale_grad_by_freq or sparse:
         raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not supported")
-    idx = input._data if isinstance(input, Tensor) else np.asarray(input)
+    idx = input._data if isinstance(input, Tensor) else _backends.transfer(np.asarray(input), weight.device)
     if idx.dtype.kind not in "iu":
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {idx.dtype} instead (while checking arguments for embedding)")
     n = weight.shape[0]
-    if np.any((idx < 0) | (idx >= n)):
+    if bool(_backends.array_module(idx).any((idx < 0) | (idx >= n))):
         raise IndexError("index out of range in self")
     out = weight[idx]
     if padding_idx is None:
@@ -87,6 +88,6 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     elif padding_idx < 0:
         assert padding_idx >= -n, "Padding_idx must be within num_embeddings"
         padding_idx += n
-    pad = Tensor._make(np.expand_dims(idx == padding_idx, -1))
+    pad = Tensor._make((idx == padding_idx)[..., None])
     # Same values either way; the padding positions read a detached weight, so its row gets no gradient.
     return where(pad, weight.detach()[idx], out)

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from agrad import _backends
+from agrad._ops._common import _grids
 from agrad._ops._elementwise import exp, log, sigmoid, tanh, where
 from agrad._ops._elementwise import relu as _relu
 from agrad._ops._linalg import matmul
@@ -99,16 +101,19 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
     return _reduce_weighted((input - target) ** 2, input, weight, reduction, mean_by_weight=True)
 
 
-def _class_targets(input: Tensor, target: Tensor, ignore_index: int) -> tuple[np.ndarray, np.ndarray]:
-    t = target._data if isinstance(target, Tensor) else np.asarray(target)
+def _class_targets(input: Tensor, target: Tensor, ignore_index: int) -> tuple[Any, Any]:
+    """The class indices with ignored ones replaced by 0, and the mask of the others
+    (arrays on ``input``'s device; a target given as a list or array is moved there)."""
+    t = target._data if isinstance(target, Tensor) else _backends.transfer(np.asarray(target), input.device)
     if t.dtype.kind not in "iu":
         raise RuntimeError(f"expected scalar type Long but found {t.dtype}")
+    xp = _backends.array_module(t)
     n_classes = input.shape[1] if input.ndim > 1 else input.shape[0]
-    valid = t != ignore_index
-    if np.any((t[valid] < 0) | (t[valid] >= n_classes)):
-        bad = t[valid][(t[valid] < 0) | (t[valid] >= n_classes)][0]
-        raise IndexError(f"Target {bad} is out of bounds.")
-    return np.where(valid, t, 0), valid
+    valid = xp.asarray(t != ignore_index)  # an array when t is 0-d too (numpy gives a scalar)
+    bad = valid & ((t < 0) | (t >= n_classes))
+    if bool(xp.any(bad)):
+        raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
+    return xp.where(valid, t, 0), valid
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
@@ -127,14 +132,20 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
         expected = (input.shape[0], *input.shape[2:])
         if tuple(safe.shape) != expected:
             raise RuntimeError(f"Expected target size {list(expected)}, got {list(safe.shape)}")
-        grid = np.indices(safe.shape)
+        with _backends.on(input.device):
+            grid = _grids(_backends.array_module(safe), safe.shape)
         picked = input[(grid[0], safe, *grid[1:])]
-    w = weight._data[safe] if weight is not None else np.ones(safe.shape, input._data.dtype)
-    w = Tensor._make((w * valid).astype(input._data.dtype))
+    w = Tensor._make(_target_weights(input, weight, safe, valid))
     losses = -(picked * w)
     if reduction == "mean":
         return losses.sum() / w.sum()
     return _reduce(losses, reduction)
+
+
+def _target_weights(input: Tensor, weight: Tensor | None, safe: Any, valid: Any) -> Any:
+    """Each target's class weight (1 without ``weight``), 0 where it is ignored; ``input``'s dtype."""
+    dt = input._data.dtype
+    return valid.astype(dt) if weight is None else (weight._data[safe] * valid).astype(dt)
 
 
 def _class_weight(weight: Tensor, input: Tensor) -> Tensor:
@@ -168,8 +179,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     per_class = logp if weight is None else logp * _class_weight(weight, input)
     smooth = -(per_class.sum(dim=class_dim) * mask) / n_classes
     if reduction == "mean":
-        w = weight._data[safe] if weight is not None else np.ones(safe.shape, input._data.dtype)
-        smooth = smooth.sum() / float((w * valid).sum())
+        smooth = smooth.sum() / Tensor._make(_target_weights(input, weight, safe, valid)).sum()
     else:
         smooth = _reduce(smooth, reduction)
     return nll * (1 - label_smoothing) + smooth * label_smoothing
@@ -255,7 +265,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     _check_same_size(input, target)
     _not_differentiable("binary_cross_entropy", weight=weight)
     x = input._data
-    if np.any((x < 0) | (x > 1)) or np.any(np.isnan(x)):
+    xp = _backends.array_module(x)
+    if bool(xp.any((x < 0) | (x > 1) | xp.isnan(x))):
         raise RuntimeError("all elements of input should be between 0 and 1")
     losses = -(target * _clamped_log(input) + (1 - target) * _clamped_log(1 - input))
     if weight is not None:
