@@ -74,6 +74,8 @@ class DeviceWorker:
 
     async def _run(self) -> None:
         queue = self._queue
+        # The worker serves every graph task, so it runs in an empty context with
+        # the default options: a caller's engine_options() do not reach it.
         time_slice = current_options().time_slice
         deadline = _clock() + time_slice
         try:

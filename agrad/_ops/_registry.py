@@ -211,10 +211,13 @@ def _coerce(op: OpDef, args: Sequence[Any]) -> tuple[tuple[Tensor, ...], list[An
         if ta is Tensor and tb in _PY_NUMBERS or tb is Tensor and ta in _PY_NUMBERS:
             t, num = (a, b) if ta is Tensor else (b, a)
             dt = t._data.dtype
-            if type(t._data) is _ndarray and (dt.kind == "f" or (type(num) is int and dt.kind in "iu"
-                                                                 and not op.to_float)):
+            if dt.kind == "f" or (type(num) is int and dt.kind in "iu" and not op.to_float):
                 c = _constant(num, dt)
-                return ((a, c), [a._data, c._data], CPU) if ta is Tensor else ((c, b), [c._data, b._data], CPU)
+                if ta is Tensor:
+                    arrays = [a._data, c._data]
+                    return (a, c), arrays, CPU if type(arrays[0]) is _ndarray else _placement(arrays)
+                arrays = [c._data, b._data]
+                return (c, b), arrays, CPU if type(arrays[1]) is _ndarray else _placement(arrays)
     dims, zero_dims, scalars = [], [], []
     for a in args:
         if isinstance(a, Tensor):

@@ -99,3 +99,25 @@ def test_mixed_cuda_and_cpu_raise_pytorchs_error() -> None:
     x = agrad.ones(3, device="cuda", requires_grad=True)
     (x * s).sum().backward_sync()
     assert s.grad.is_cpu and s.grad.item() == 3.0 and x.grad.device == "cuda:0"
+
+
+def test_every_op_and_functional_case_on_cuda() -> None:
+    """The fake-device sweep (test_ops_on_device.py) on the real backend, as one
+    test: every op-table sample and nn.functional case, values and gradients
+    equal to the CPU's."""
+    from tests.devices import test_ops_on_device as sweep
+
+    failures = []
+    for op, args, kwargs in (p.values for p in sweep.SAMPLES):
+        try:
+            sweep._compare(lambda *ts, op=op, kwargs=kwargs: op.public(*ts, **kwargs),
+                           lambda dev, args=args: sweep._sample_inputs(args, dev), "cuda:0", op.vjps is not None)
+        except Exception as exc:  # collected: one report for the whole table
+            failures.append(f"{op.name}{args!r:.60}: {type(exc).__name__}: {exc}"[:300])
+    for name, case in {**sweep.CASES, **sweep.ACTIVATIONS}.items():
+        try:
+            sweep._compare(lambda *ts, case=case: case.fn(F, *ts),
+                           lambda dev, case=case: sweep._case_inputs(case, dev), "cuda:0")
+        except Exception as exc:
+            failures.append(f"{name}: {type(exc).__name__}: {exc}"[:300])
+    assert not failures, "\n".join(failures)
