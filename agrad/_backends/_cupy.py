@@ -15,11 +15,13 @@ forward runs on the caller's current stream, as CuPy code does.  Ordering:
   (:meth:`join_caller`).  The engine stream is also created *blocking*
   (``non_blocking=False``), so it is ordered with CUDA's legacy default
   stream, CuPy's default.
-* *inside the backward*: every kernel of a device, and every InputBuffer sum
-  of gradients produced there (the engine does that bookkeeping inside the
-  same context), is on the one stream, so producer-before-consumer holds by
-  stream order: PyTorch's ``InputBuffer::add`` stream logic reduces to its
-  same-stream case.
+* *inside the backward*: every kernel of a device is on the one stream: a
+  job's kernels, the conforming of the gradients it produced (the graph task
+  routes them inside the producer's context), and every InputBuffer sum (inside
+  the consumer's, as PyTorch's ``InputBuffer::add``).  Producer and consumer on
+  one device share the stream, so producer-before-consumer holds by stream
+  order; a gradient that crosses devices was copied after the worker waited
+  for the producer's device (below).
 * *backward before the caller*: a graph task awaits :meth:`when_idle` of each
   device it used before it commits ``.grad`` (a host callback queued behind
   its kernels, handed to the event loop thread-safely), so when ``backward``

@@ -547,7 +547,13 @@ class GraphTask:
                 del not_ready[fn]
             if g is not None:
                 old = buffer[input_nr]
-                buffer[input_nr] = g if old is None else _accumulate(old, g, self.create_graph)
+                if old is None:
+                    buffer[input_nr] = g
+                elif dev is CPU:
+                    buffer[input_nr] = _accumulate(old, g, self.create_graph)
+                else:  # on the consumer's device and stream, as PyTorch's InputBuffer::add
+                    with on(dev, engine=True):
+                        buffer[input_nr] = _accumulate(old, g, self.create_graph)
             if not remaining:
                 ready.push(fn, buffer, self.reentrant_depth)
 
@@ -743,7 +749,8 @@ class GraphTask:
                     seen.add(id(owner))
                     variable._grad = grad
                 elif not create_graph and not old.requires_grad and not provisional and id(old) not in _PROVISIONAL:
-                    np.add(old._data, grad._data, out=old._data, casting="unsafe")
+                    with on(variable.device):
+                        np.add(old._data, grad._data, out=old._data, casting="unsafe")
                     old._bump_version()
                 else:
                     variable._grad = old + grad

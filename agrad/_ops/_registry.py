@@ -230,8 +230,12 @@ def _coerce(op: OpDef, args: Sequence[Any]) -> tuple[tuple[Tensor, ...], list[An
     if op.to_float and not target.is_floating_point:
         target = _dtype.get_default_dtype()
     tensors = tuple(a if isinstance(a, Tensor) else _as_constant(a, target) for a in args)
-    arrays = [t._data if t._data.dtype == target.np else t._data.astype(target.np) for t in tensors]
-    return tensors, arrays, _placement(arrays)
+    arrays = [t._data for t in tensors]
+    dev = _placement(arrays)
+    if any(a.dtype != target.np for a in arrays):
+        with _backends.on(dev):
+            arrays = [a if a.dtype == target.np else a.astype(target.np) for a in arrays]
+    return tensors, arrays, dev
 
 
 # Note [Mixed devices]
@@ -517,7 +521,8 @@ def _inplace(fn: Callable[..., Tensor], name: str) -> Callable[..., Tensor]:
         if recording:
             # The new node may save the *old* value of self; give it its own copy,
             # with self's place in the graph, since self's memory is overwritten below.
-            src = Tensor._make(self._data.copy(), self._grad_fn, self._output_nr)
+            with _backends.on(self.device):
+                src = Tensor._make(self._data.copy(), self._grad_fn, self._output_nr)
             src._requires_grad = self._requires_grad
         result = fn(src, *args, **kwargs)
         if result.shape != self.shape:
@@ -528,7 +533,8 @@ def _inplace(fn: Callable[..., Tensor], name: str) -> Callable[..., Tensor]:
             raise RuntimeError(
                 f"result type {result.dtype} can't be cast to the desired output type {self.dtype}"
             )
-        self._data[...] = result._data
+        with _backends.on(self.device):
+            self._data[...] = result._data
         self._bump_version()
         if recording and base is not None and result._grad_fn is not None:
             from agrad._ops._views import rebase_view

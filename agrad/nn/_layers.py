@@ -78,8 +78,9 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {idx.dtype} instead (while checking arguments for embedding)")
     n = weight.shape[0]
-    if bool(_backends.array_module(idx).any((idx < 0) | (idx >= n))):
-        raise IndexError("index out of range in self")
+    with _backends.on(weight.device):
+        if bool(_backends.array_module(idx).any((idx < 0) | (idx >= n))):
+            raise IndexError("index out of range in self")
     out = weight[idx]
     if padding_idx is None:
         return out
@@ -88,6 +89,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     elif padding_idx < 0:
         assert padding_idx >= -n, "Padding_idx must be within num_embeddings"
         padding_idx += n
-    pad = Tensor._make((idx == padding_idx)[..., None])
+    with _backends.on(weight.device):
+        pad = Tensor._make((idx == padding_idx)[..., None])
     # Same values either way; the padding positions read a detached weight, so its row gets no gradient.
     return where(pad, weight.detach()[idx], out)

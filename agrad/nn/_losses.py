@@ -109,11 +109,12 @@ def _class_targets(input: Tensor, target: Tensor, ignore_index: int) -> tuple[An
         raise RuntimeError(f"expected scalar type Long but found {t.dtype}")
     xp = _backends.array_module(t)
     n_classes = input.shape[1] if input.ndim > 1 else input.shape[0]
-    valid = xp.asarray(t != ignore_index)  # an array when t is 0-d too (numpy gives a scalar)
-    bad = valid & ((t < 0) | (t >= n_classes))
-    if bool(xp.any(bad)):
-        raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
-    return xp.where(valid, t, 0), valid
+    with _backends.on(input.device):  # raw array kernels: on the data's device
+        valid = xp.asarray(t != ignore_index)  # an array when t is 0-d too (numpy gives a scalar)
+        bad = valid & ((t < 0) | (t >= n_classes))
+        if bool(xp.any(bad)):
+            raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
+        return xp.where(valid, t, 0), valid
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
@@ -145,7 +146,8 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
 def _target_weights(input: Tensor, weight: Tensor | None, safe: Any, valid: Any) -> Any:
     """Each target's class weight (1 without ``weight``), 0 where it is ignored; ``input``'s dtype."""
     dt = input._data.dtype
-    return valid.astype(dt) if weight is None else (weight._data[safe] * valid).astype(dt)
+    with _backends.on(input.device):
+        return valid.astype(dt) if weight is None else (weight._data[safe] * valid).astype(dt)
 
 
 def _class_weight(weight: Tensor, input: Tensor) -> Tensor:
@@ -174,7 +176,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     # eps/C times the (weighted) sum of -log p over all classes; "mean"
     # divides by the total weight of the non-ignored targets, like nll_loss.
     safe, valid = _class_targets(input, target, ignore_index)
-    mask = Tensor._make(valid.astype(input._data.dtype))
+    with _backends.on(input.device):
+        mask = Tensor._make(valid.astype(input._data.dtype))
     n_classes = input.shape[class_dim]
     per_class = logp if weight is None else logp * _class_weight(weight, input)
     smooth = -(per_class.sum(dim=class_dim) * mask) / n_classes
@@ -266,8 +269,9 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     _not_differentiable("binary_cross_entropy", weight=weight)
     x = input._data
     xp = _backends.array_module(x)
-    if bool(xp.any((x < 0) | (x > 1) | xp.isnan(x))):
-        raise RuntimeError("all elements of input should be between 0 and 1")
+    with _backends.on(input.device):
+        if bool(xp.any((x < 0) | (x > 1) | xp.isnan(x))):
+            raise RuntimeError("all elements of input should be between 0 and 1")
     losses = -(target * _clamped_log(input) + (1 - target) * _clamped_log(1 - input))
     if weight is not None:
         losses = losses * weight

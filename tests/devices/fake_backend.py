@@ -57,8 +57,21 @@ class FakeArray(np.ndarray):
             return out[0] if len(out) == 1 else out
         return _wrap(result, index)
 
+    def copy(self, order: str = "C") -> "FakeArray":  # type: ignore[override]
+        _check((self,), "copy")  # CuPy copies onto the current device
+        return super().copy(order)
+
+    def astype(self, *args: Any, **kwargs: Any) -> "FakeArray":  # type: ignore[override]
+        _check((self,), "astype")
+        return super().astype(*args, **kwargs)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        # A copy kernel on the current device, as in CuPy (which also takes host values).
+        _check((self, value if isinstance(value, FakeArray) else None), "__setitem__")
+        super().__setitem__(key, _host(value))
+
     def __array_function__(self, func: Any, types_: Any, args: Any, kwargs: Any) -> Any:
-        index = _check((*args, *kwargs.values()), func.__name__)
+        index = _check((*args, *kwargs.values()), func.__name__, kernel=func.__name__ not in _METADATA)
         result = func(*_unwrap(args), **_unwrap(kwargs))
         return _wrap(result, index)
 
@@ -71,7 +84,13 @@ def _leaves(x: Any) -> Iterator[Any]:
         yield x
 
 
-def _check(values: Any, what: str) -> int:
+# Functions that only read or rearrange metadata (no kernel), which CuPy runs
+# whatever the current device.
+_METADATA = {"may_share_memory", "shares_memory", "broadcast_to", "broadcast_arrays", "reshape", "transpose",
+             "squeeze", "expand_dims", "moveaxis", "swapaxes", "ravel", "ndim", "shape", "size"}
+
+
+def _check(values: Any, what: str, kernel: bool = True) -> int:
     index = None
     for v in _leaves(values):
         if type(v) is np.ndarray:
@@ -80,7 +99,12 @@ def _check(values: Any, what: str) -> int:
             if index is not None and v.device_index != index:
                 raise ValueError(f"fake device: {what} mixes fake:{index} and fake:{v.device_index}")
             index = v.device_index
-    return _state.index if index is None else index
+    if index is None:
+        return _state.index
+    if kernel and index != _state.index:  # CuPy launches kernels on the current device only
+        raise ValueError(f"fake device: {what} on arrays of fake:{index} while the current device is "
+                         f"fake:{_state.index}")
+    return index
 
 
 def _host(x: Any) -> Any:
@@ -99,7 +123,12 @@ def _unwrap(x: Any) -> Any:
 
 def _wrap(x: Any, index: int) -> Any:
     if isinstance(x, np.ndarray):
-        out = x.view(FakeArray)
+        if x.base is None:  # a new array owns its memory, as CuPy's results do (Note [Accumulating in place])
+            order = "F" if x.flags.f_contiguous and not x.flags.c_contiguous else "C"
+            out = np.ndarray.__new__(FakeArray, x.shape, x.dtype, order=order)
+            np.copyto(out.view(np.ndarray), x)
+        else:
+            out = x.view(FakeArray)
         out.device_index = index
         return out
     if isinstance(x, np.generic):  # as CuPy: reductions give 0-d arrays
@@ -128,7 +157,7 @@ class _Namespace:
             return attr  # dtypes, ufuncs (dispatch to FakeArray themselves), constants
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            index = _check((*args, *kwargs.values()), name)
+            index = _check((*args, *kwargs.values()), name, kernel=name not in _METADATA)
             return _wrap(attr(*_unwrap(args), **_unwrap(kwargs)), index)
 
         return call

@@ -237,3 +237,16 @@ async def test_a_cpu_backward_starts_no_device_worker(fake: FakeBackend) -> None
     await (x * x).sum().backward()
     assert _device_workers._WORKERS.get(None) is None
     assert not fake.calls and x.grad.tolist() == [2.0, 4.0]
+
+
+async def test_sums_run_on_the_device_of_the_gradients_they_sum(fake: FakeBackend, api: Api) -> None:
+    # fake:1 is not the current device, and the fake backend refuses a kernel on
+    # arrays of another device than the current one, as CuPy does without peer
+    # access: the input buffer of h (on fake:1) sums a gradient computed there
+    # with one sent from fake:0's job, and the commit sums into an existing .grad.
+    a = agrad.tensor([0.5, 1.0, 2.0], dtype=agrad.float64, device="fake:1", requires_grad=True)
+    a.grad = agrad.ones(3, dtype=agrad.float64, device="fake:1")
+    h = a * 1
+    y = (h.to("fake:0") * 2).to("fake:1") + h.exp()
+    await api.tensor_backward(y.sum())
+    np.testing.assert_allclose(a.grad.cpu().numpy(), 1 + 2 + np.exp([0.5, 1.0, 2.0]), rtol=1e-12)
