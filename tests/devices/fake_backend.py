@@ -65,6 +65,11 @@ class FakeArray(np.ndarray):
         _check((self,), "astype")
         return super().astype(*args, **kwargs)
 
+    def __getitem__(self, key: Any) -> Any:
+        if any(isinstance(k, np.ndarray) for k in _leaves(key)):  # advanced indexing: a gather kernel
+            _check((self,), "__getitem__")
+        return super().__getitem__(key)
+
     def __setitem__(self, key: Any, value: Any) -> None:
         # A copy kernel on the current device, as in CuPy (which also takes host values).
         _check((self, value if isinstance(value, FakeArray) else None), "__setitem__")
