@@ -35,7 +35,7 @@ from agrad._device import CPU, device
 
 __all__ = [
     "Backend", "register_backend", "backend", "known_types", "device_of", "array_module", "on", "transfer",
-    "canonical", "full", "zeros", "writeable",
+    "canonical", "full", "zeros", "writeable", "is_array",
 ]
 
 _ndarray = np.ndarray
@@ -109,11 +109,9 @@ _DEVICES: dict[tuple[str, int | None], device] = {("cpu", None): CPU}
 
 
 def register_backend(b: Backend) -> None:
-    """Make device type ``b.type`` known; it is loaded on first use."""
-    if b.type in _BACKENDS and b.type in _LOADED:
-        for t in _BACKENDS[b.type].array_types:
-            _BY_ARRAY_TYPE.pop(t, None)
-    _LOADED.discard(b.type)
+    """Make device type ``b.type`` known (replacing one of that type); it is loaded on first use."""
+    if b.type in _BACKENDS:
+        unregister_backend(b.type)
     _BACKENDS[b.type] = b
 
 
@@ -178,6 +176,11 @@ def device_of(array: Any) -> device:
         return CPU
     b = _backend_of(array)
     return _device(b.type, b.index_of(array))
+
+
+def is_array(x: Any) -> bool:
+    """Whether ``x`` is an array of a loaded backend (numpy's included)."""
+    return type(x) is _ndarray or type(x) in _BY_ARRAY_TYPE
 
 
 def array_module(array: Any) -> Any:

@@ -101,12 +101,13 @@ class DeviceWorker:
                     self._backend.join_caller(dev.index)  # type: ignore[arg-type]
             if job.leaves:
                 await self._idle()
-        except BaseException as exc:  # the task raises it; a cancelled worker stops after telling it
-            task._inbox.append(([], (job.node, exc if isinstance(exc, Exception) else RuntimeError(
-                f"the {dev} worker was stopped before running {job.node.name()}")), dev))
-            if not isinstance(exc, Exception):
-                raise
+        except Exception as exc:  # the task raises it
+            task._inbox.append(([], (job.node, exc), dev))
             return
+        except BaseException:  # the worker is cancelled: the task must not wait for this job's results
+            task._inbox.append(([], (job.node, RuntimeError(
+                f"the {dev} worker was stopped before running {job.node.name()}")), dev))
+            raise
         with _backends.on(dev, engine=True):
             job.job()  # never raises: it hands exceptions to its task
 

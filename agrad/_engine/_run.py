@@ -11,8 +11,6 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from agrad._backends import full, zeros
 from agrad._engine._graph_task import GraphTask, current_graph_task
 from agrad._graph._node import GraphRoot
@@ -40,8 +38,7 @@ def _make_grads(outputs: Sequence[Tensor], grads: Sequence[Any]) -> list[Tensor]
         if g is None:
             if out._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            g = Tensor._make(np.ones(out._data.shape, out._data.dtype) if out.is_cpu
-                             else full(out._data.shape, 1, out._data.dtype, out.device))
+            g = Tensor._make(full(out._data.shape, 1, out._data.dtype, out.device))
         elif not isinstance(g, Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         elif g.shape != out.shape:

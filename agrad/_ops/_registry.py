@@ -276,7 +276,7 @@ def _placement(arrays: list[Any]) -> Any:
 def _as_array(out: Any, xp: Any) -> Any:
     """A forward's result as an array: numpy scalars (full reductions) become
     0-d arrays; an array of any backend (``.to()`` returns one) stays as it is."""
-    if isinstance(out, np.generic) or type(out) not in _backends._BY_ARRAY_TYPE:
+    if isinstance(out, np.generic) or not _backends.is_array(out):
         return xp.asarray(out)
     return out
 
