@@ -287,7 +287,10 @@ class GraphTask:
                 entry.captures.append((input_nr, idx))
         self.captured = [None] * (0 if accumulate_grad else len(outputs))
         self.exec_info = info
-        info.setdefault(root, ExecInfo()).needed = True
+        # The root runs only if it leads to an output, as any other node: a
+        # lone root unrelated to ``inputs`` (``grad(f(a), [b], allow_unused=True)``)
+        # is pruned too, as in PyTorch's init_to_execute.
+        info.setdefault(root, ExecInfo())
 
         def should_execute(fn: Node) -> bool:
             e = info.get(fn)

@@ -135,7 +135,8 @@ def grad_task(outputs: Any, inputs: Any, grad_outputs: Any, retain_graph: bool |
         for i, (t, g) in enumerate(zip(ins, task.captured)):
             if g is None:
                 if materialize_grads:
-                    g = Tensor._make(zeros(t._data.shape, t._data.dtype, t.device))
+                    # zeros_like(input, requires_grad=create_graph), as PyTorch's grad()
+                    g = Tensor._make(zeros(t._data.shape, t._data.dtype, t.device)).requires_grad_(create_graph)
                 elif not allow_unused:
                     raise RuntimeError(
                         f"The differentiated Tensor at index {i} appears to not have been used in the "
