@@ -41,7 +41,7 @@ class Tensor:
     __slots__ = (
         "_data", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_version_counter",
         "_accumulator", "_hooks", "_post_acc_hooks", "_retains_grad", "_base", "_view_fn", "_view_version",
-        "__weakref__",
+        "_multi_output", "__weakref__",
     )
 
     # numpy must defer to our reflected operators (ndarray * Tensor -> Tensor.__rmul__).
@@ -65,7 +65,7 @@ class Tensor:
         t._hooks = None
         t._post_acc_hooks = None
         t._retains_grad = False
-        t._base = None  # _view_fn and _view_version are set only on views
+        t._base = None  # _view_fn, _view_version and _multi_output are set only on views
         return t
 
     def _alias(self, grad_fn: "Node | None" = None, output_nr: int = 0) -> "Tensor":
@@ -109,6 +109,14 @@ class Tensor:
 
     def element_size(self) -> int:
         return self._data.itemsize
+
+    def data_ptr(self) -> int:
+        """The address of the first element; a view's points into its base's
+        memory at its offset, as in PyTorch (0 for an empty tensor)."""
+        data = self._data
+        if not data.size:
+            return 0
+        return data.ctypes.data if type(data) is _ndarray else int(data.data.ptr)
 
     def is_floating_point(self) -> bool:
         return self._data.dtype.kind == "f"

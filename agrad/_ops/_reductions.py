@@ -11,11 +11,13 @@ from agrad._ops import _elementwise
 from agrad._ops._common import _axis, _expand_reduced, _grids, _r, _reduced_count
 from agrad._ops._elementwise import abs, exp, where
 from agrad._ops._registry import defop
+from agrad._ops._shape import _wrap_dim
 from agrad._tensor import Tensor
 
 # The public names of this family (star-imported by ``agrad/__init__.py``).
 __all__ = ["sum", "mean", "log_softmax", "prod", "amax", "amin", "max", "min", "argmax", "argmin",
-           "var", "std", "logsumexp", "norm", "cumsum"]
+           "var", "std", "logsumexp", "norm", "cumsum", "all", "any", "argsort", "isclose", "allclose", "var_mean",
+           "std_mean"]
 
 # -- reductions -------------------------------------------------------------------
 
@@ -365,6 +367,118 @@ def cumsum(xp, input, *, dim):
     return xp.cumsum(input, axis=dim)
 
 
+
+# -- logical reductions, sorting, closeness ---------------------------------------
+
+
+def _logical_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
+    x = rng.uniform(size=(3, 4)) > 0.3
+    return [((x,), {}), ((x,), {"dim": 1}), ((x,), {"dim": 0, "keepdim": True}), ((x,), {"dim": (0, 1)}),
+            ((np.array([[1, 0], [2, 3]], dtype=np.uint8),), {"dim": 1}), ((_r(rng, 0, 3),), {"dim": 0}),
+            ((_r(rng, 2, 3),), {})]
+
+
+def _logical(xp: Any, fn: Any, input: Any, dim: Any, keepdim: bool) -> Any:
+    out = fn(input, axis=_axis(dim), keepdims=keepdim)
+    return xp.asarray(out, dtype=np.uint8 if input.dtype == np.uint8 else np.bool_)  # uint8 stays uint8
+
+
+@defop(ref=lambda torch: torch.all, vjp=None, methods=("all",), samples=_logical_samples)
+def all(xp, input, *, dim=None, keepdim=False):  # noqa: A001 - mirrors torch.all
+    """Whether every element over ``dim`` (all dimensions by default) is nonzero."""
+    return _logical(xp, xp.all, input, dim, keepdim)
+
+
+@defop(ref=lambda torch: torch.any, vjp=None, methods=("any",), samples=_logical_samples)
+def any(xp, input, *, dim=None, keepdim=False):  # noqa: A001 - mirrors torch.any
+    """Whether any element over ``dim`` (all dimensions by default) is nonzero."""
+    return _logical(xp, xp.any, input, dim, keepdim)
+
+
+def _argsort_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
+    ties = np.array([[1.0, 2.0, 1.0, 2.0, 1.0], [0.0, 0.0, 3.0, -1.0, 3.0]])
+    return [((_r(rng, 3, 4),), {}), ((_r(rng, 3, 4), 0), {}), ((_r(rng, 3, 4), -1, True), {}),
+            ((ties,), {"stable": True}), ((ties,), {"stable": True, "descending": True}),
+            ((np.array([3, 1, 2, 1]),), {"stable": True, "descending": True}), ((_r(rng),), {})]
+
+
+@defop(ref=lambda torch: torch.argsort, vjp=None, methods=("argsort",), samples=_argsort_samples,
+       parse=lambda input, dim=-1, descending=False, *, stable=False: (
+           (input,), {"dim": _wrap_dim(dim, input.ndim), "descending": descending, "stable": stable}))
+def argsort(xp, input, *, dim=-1, descending=False, stable=False):
+    """Indices (int64) that sort ``input`` along ``dim``; ``stable`` keeps the order of equal elements."""
+    if input.ndim == 0:
+        return xp.zeros((), dtype=np.int64)
+    if not descending:
+        return xp.argsort(input, axis=dim, kind="stable").astype(np.int64)
+    # Descending and stable: sort the reversed input ascending, reverse back, and
+    # map the indices to the original positions (equal elements keep their order).
+    n = input.shape[dim]
+    flipped = xp.argsort(xp.flip(input, axis=dim), axis=dim, kind="stable")
+    return (n - 1 - xp.flip(flipped, axis=dim)).astype(np.int64)
+
+
+_TORCH_TYPE_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char", "int16": "Short",
+                     "int32": "Int", "int64": "Long", "uint8": "Byte", "bool": "Bool"}
+
+
+def _isclose_parse(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+                   equal_nan: bool = False) -> tuple[tuple, dict]:
+    if not isinstance(other, Tensor):
+        raise TypeError(f"isclose(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"{_TORCH_TYPE_NAMES[input.dtype.name]} did not match {_TORCH_TYPE_NAMES[other.dtype.name]}")
+    if rtol < 0:
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
+    if atol < 0:
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
+    return (input, other), {"rtol": rtol, "atol": atol, "equal_nan": equal_nan}
+
+
+@defop(ref=lambda torch: torch.isclose, vjp=None, methods=("isclose",), parse=_isclose_parse,
+       samples=lambda rng: [((np.array([1.0, 2.0, np.nan, np.inf, 1e-9]),
+                              np.array([1.0 + 1e-6, 2.1, np.nan, np.inf, 0.0])), {}),
+                            ((np.array([1.0, np.nan]), np.array([1.0, np.nan])), {"equal_nan": True}),
+                            ((np.array([[1.0], [2.0]]), np.array([1.05, 2.0])), {"rtol": 0.1, "atol": 0.0}),
+                            ((np.array([1, 2, 5]), np.array([1, 3, 3])), {"atol": 1})])
+def isclose(xp, input, other, *, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Elementwise ``|input - other| <= atol + rtol * |other|`` (NaNs equal only with ``equal_nan``)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return xp.isclose(input, other, rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """Whether ``isclose`` holds for every element (a Python bool)."""
+    return bool(isclose(input, other, rtol, atol, equal_nan).all())
+
+
+def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+             correction: float | None = None) -> tuple[Tensor, Tensor]:
+    """``(var(input, dim), mean(input, dim))`` with the same ``correction`` and ``keepdim``."""
+    dim, correction = _correction(dim, unbiased, correction)
+    return var(input, dim, correction, keepdim), input.mean(dim, keepdim)
+
+
+def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+             correction: float | None = None) -> tuple[Tensor, Tensor]:
+    """``(std(input, dim), mean(input, dim))`` with the same ``correction`` and ``keepdim``."""
+    dim, correction = _correction(dim, unbiased, correction)
+    return std(input, dim, correction, keepdim), input.mean(dim, keepdim)
+
+
+def _correction(dim: Any, unbiased: bool | None, correction: float | None) -> tuple[Any, float]:
+    """``(dim, correction)`` from PyTorch's overloads: ``(input, unbiased)``,
+    ``(input, dim, unbiased)`` and ``(input, dim, *, correction)``."""
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise TypeError("var_mean(): pass either unbiased or correction, not both")
+    if correction is not None:
+        return dim, correction
+    return dim, 1 if unbiased is None or unbiased else 0
+
+
+Tensor.allclose = allclose  # type: ignore[attr-defined]
 
 
 Tensor.softmax = lambda self, dim: exp(log_softmax(self, dim=dim))  # type: ignore[attr-defined]

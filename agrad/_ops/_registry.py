@@ -399,6 +399,7 @@ def _make_view(op: OpDef, attrs: dict[str, Any], src: Tensor, view: Tensor, xp: 
     view._version_counter = src._version_counter
     view._view_fn = (view_np, view_t)
     view._view_version = src._version_counter[0]
+    view._multi_output = src._multi_output if src._base is not None else None  # Note [Multi-output views]
 
 
 # Note [Variadic ops]
@@ -516,6 +517,12 @@ def _inplace(fn: Callable[..., Tensor], name: str) -> Callable[..., Tensor]:
             if base._grad_fn is None and base._requires_grad:
                 raise RuntimeError(
                     "a view of a leaf Variable that requires grad is being used in an in-place operation."
+                )
+            if self._multi_output is not None:  # Note [Multi-output views]
+                raise RuntimeError(
+                    f"{self._multi_output} is a view and is being modified inplace. This view is the output of a "
+                    "function that returns multiple views. Such functions do not allow the output views to be "
+                    "modified inplace. You should replace the inplace operation by an out-of-place one."
                 )
         src = self
         if recording:

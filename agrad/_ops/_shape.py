@@ -16,7 +16,7 @@ from agrad._tensor import Tensor
 # The public names of this family (star-imported by ``agrad/__init__.py``).
 __all__ = ["reshape", "transpose", "unsqueeze", "squeeze", "clone", "flatten", "permute", "broadcast_to", "cat",
            "stack", "split", "chunk", "flip", "roll", "tile", "narrow", "index_select", "gather",
-           "scatter_add", "masked_fill", "constant_pad_nd"]
+           "scatter_add", "masked_fill", "constant_pad_nd", "select", "unbind", "diagonal"]
 
 # -- shape ------------------------------------------------------------------------
 
@@ -796,3 +796,103 @@ Tensor.narrow = narrow  # type: ignore[attr-defined]
 Tensor.split = split  # type: ignore[attr-defined]
 Tensor.chunk = chunk  # type: ignore[attr-defined]
 Tensor.tile = _tile_method  # type: ignore[attr-defined]
+
+
+# -- select, unbind, diagonal, view_as --------------------------------------------
+
+
+def _select_parse(input: Tensor, dim: int, index: int) -> tuple[tuple, dict]:
+    if input.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = _wrap_dim(dim, input.ndim)
+    size = input.shape[d]
+    index = int(index)
+    if not -size <= index < size:
+        raise IndexError(
+            f"select(): index {index} out of range for tensor of size {list(input.shape)} at dimension {dim}"
+        )
+    return (input,), {"dim": d, "index": index % size}
+
+
+@defop(view=True, ref=lambda torch: torch.select,
+       vjp=lambda g, input_shape, dim, index: _index_put_grad(
+           g, shape=input_shape, index=(slice(None),) * dim + (index,)),
+       node="SelectBackward0", methods=("select",), parse=_select_parse,
+       samples=lambda rng: [((_r(rng, 3, 4), 0, 1), {}), ((_r(rng, 3, 4), -1, -1), {}), ((_r(rng, 3), 0, 2), {}),
+                            ((_r(rng, 2, 3, 4), 1, 0), {})])
+def select(xp, input, *, dim, index):
+    """The slice of ``input`` at ``index`` along ``dim``, which is removed (a view)."""
+    return input[(slice(None),) * dim + (index, Ellipsis)]
+
+
+# Note [Multi-output views]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# The outputs of an op that returns several views of one input (``unbind``)
+# share one base; writing into one in place would have to rebase the history
+# of all of them, which PyTorch refuses ("... is the output of a function that
+# returns multiple views").  Such outputs, when created in grad mode from an
+# input that requires grad, carry ``_multi_output`` ("Output <i> of <Op>"),
+# which views of them inherit (``_make_view``), and the in-place path
+# (``_inplace``) raises on it while recording.  Views made otherwise hold None.
+def _mark_multi_output(views: tuple[Tensor, ...], op: str) -> tuple[Tensor, ...]:
+    """Mark ``views``, the outputs of ``op``, as multi-output views if recorded."""
+    for i, v in enumerate(views):
+        if v._base is not None and v.requires_grad:
+            v._multi_output = f"Output {i} of {op}"
+    return views
+
+
+def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    """All slices of ``input`` along ``dim``, each a view (``select``); see Note [Multi-output views]."""
+    if input.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    d = _wrap_dim(dim, input.ndim)
+    return _mark_multi_output(tuple(select(input, d, i) for i in range(input.shape[d])), "Unbind")
+
+
+def _diagonal_parse(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> tuple[tuple, dict]:
+    d1, d2 = _wrap_dim(dim1, input.ndim), _wrap_dim(dim2, input.ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return (input,), {"offset": int(offset), "dim1": d1, "dim2": d2}
+
+
+def _diagonal_view(xp: Any, input: Any, offset: int, dim1: int, dim2: int) -> Any:
+    out = xp.diagonal(input, offset, dim1, dim2)
+    if xp is np and input.flags.writeable:
+        out.flags.writeable = True  # numpy's diagonal is read-only; PyTorch's writes through
+    return out
+
+
+@defop(view=True, ref=lambda torch: torch.diagonal,
+       vjp=lambda g, input_shape, offset, dim1, dim2: _diagonal_backward(
+           g, input_sizes=input_shape, offset=offset, dim1=dim1, dim2=dim2),
+       node="DiagonalBackward0", methods=("diagonal",), parse=_diagonal_parse,
+       samples=lambda rng: [((_r(rng, 3, 4),), {}), ((_r(rng, 3, 4), 1), {}), ((_r(rng, 3, 4), -2), {}),
+                            ((_r(rng, 2, 3, 4), 1, 2, 0), {}), ((_r(rng, 3, 4), 5), {}),
+                            ((_r(rng, 2, 3, 3),), {"dim1": -1, "dim2": -2})])
+def diagonal(xp, input, *, offset=0, dim1=0, dim2=1):
+    """The diagonal at ``offset`` of the planes given by ``dim1`` and ``dim2``, as the last dimension (a view)."""
+    return _diagonal_view(xp, input, offset, dim1, dim2)
+
+
+@defop(vjp=lambda g, offset, dim1, dim2: diagonal(g, offset, dim1, dim2), node="DiagonalBackwardBackward0",
+       ref=lambda torch: torch.ops.aten.diagonal_backward,
+       samples=lambda rng: [((_r(rng, 3), (3, 4)), {"offset": 0, "dim1": 0, "dim2": 1}),
+                            ((_r(rng, 4, 2), (3, 4, 5)), {"offset": 1, "dim1": 2, "dim2": 0})],
+       parse=lambda g, input_sizes, offset, dim1, dim2: (
+           (g,), {"input_sizes": tuple(input_sizes), "offset": offset, "dim1": dim1, "dim2": dim2}))
+def _diagonal_backward(xp, grad, *, input_sizes, offset, dim1, dim2):
+    """Zeros of ``input_sizes`` with ``grad`` on the diagonal (``diagonal``'s backward)."""
+    out = xp.zeros(input_sizes, dtype=grad.dtype)
+    _diagonal_view(xp, out, offset, dim1, dim2)[...] = grad
+    return out
+
+
+def _view_as(self: Tensor, other: Tensor) -> Tensor:
+    """This tensor viewed with ``other``'s shape (``self.view(other.size())``)."""
+    return self.view(other.shape)
+
+
+Tensor.unbind = unbind  # type: ignore[attr-defined]
+Tensor.view_as = _view_as  # type: ignore[attr-defined]

@@ -1,0 +1,185 @@
+"""APIs PyTorch's own autograd tests use most (issue 14, "Also missing"), each
+compared with PyTorch where it is installed.  Op-table entries added for them
+(``select``, ``diagonal``, ``all``/``any``, ``argsort``, ``isclose``) are also
+checked sample by sample in tests/ops/test_op_table.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import agrad
+from tests.helpers import requires_torch, torch
+
+MULTI_VIEW = "is the output of a function that returns multiple views"
+
+
+def _both(fn: Callable[[Any, Any], Any], *arrays: np.ndarray) -> tuple[Any, Any]:
+    """``fn(lib, *leaves)`` run in agrad and in torch on float64 leaves that require grad."""
+    ours = [agrad.tensor(a, dtype=agrad.float64, requires_grad=True) for a in arrays]
+    theirs = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in arrays]
+    return (fn(agrad, *ours), ours), (fn(torch, *theirs), theirs)
+
+
+def _raises_like_torch(fn: Callable[[Any], Any]) -> None:
+    """``fn(lib)`` raises the same exception type in both, and the same message."""
+    with pytest.raises(Exception) as theirs:
+        fn(torch)
+    with pytest.raises(type(theirs.value)) as ours:
+        fn(agrad)
+    assert str(ours.value) == str(theirs.value)
+
+
+# -- view_as, select, unbind, diagonal ----------------------------------------------
+
+
+@requires_torch
+@pytest.mark.parametrize("fn", [
+    lambda lib, x: x.view_as(lib.zeros(12)) * 2,
+    lambda lib, x: x.select(1, -1) ** 2,
+    lambda lib, x: lib.select(x, 0, 2).exp(),
+    lambda lib, x: lib.stack([u * i for i, u in enumerate(x.unbind(1))]),
+    lambda lib, x: lib.stack(lib.unbind(x)) ** 2,
+    lambda lib, x: x.diagonal(1) * 3,
+    lambda lib, x: lib.diagonal(x, -1, 1, 0).sin(),
+    lambda lib, x: x.reshape(3, 2, 2).diagonal(0, -1, -2),
+], ids=["view_as", "select_method", "select", "unbind_dim", "unbind", "diagonal_offset", "diagonal_dims",
+        "diagonal_3d"])
+def test_view_ops_values_gradients_and_node_names_match_torch(fn: Callable[..., Any]) -> None:
+    x = np.random.default_rng(0).standard_normal((3, 4))
+    (out, ours), (expected, theirs) = _both(fn, x)
+    np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy())
+    g = np.random.default_rng(1).standard_normal(out.shape)
+    out.backward_sync(agrad.tensor(g))
+    expected.backward(torch.tensor(g))
+    np.testing.assert_allclose(ours[0].grad.numpy(), theirs[0].grad.numpy())
+
+
+@requires_torch
+def test_select_diagonal_node_names_and_views() -> None:
+    x = agrad.randn(3, 4, requires_grad=True)
+    assert x.select(0, 1).grad_fn.name() == "SelectBackward0"
+    assert x.diagonal().grad_fn.name() == "DiagonalBackward0"
+    assert x.view_as(agrad.zeros(4, 3)).grad_fn.name() == "ViewBackward0"
+    for v in (x.select(1, 2), x.diagonal(), x.view_as(agrad.zeros(12)), *x.unbind()):
+        assert v._base is x and v.data_ptr() != 0
+
+
+@requires_torch
+def test_writes_through_select_and_diagonal_match_torch() -> None:
+    def write(lib: Any, x: Any) -> Any:
+        y = x * 1
+        y.diagonal().mul_(10)
+        y.select(1, 3).add_(1)
+        return y
+
+    (out, ours), (expected, theirs) = _both(write, np.arange(12.0).reshape(3, 4))
+    np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy())
+    out.sum().backward_sync()
+    expected.sum().backward()
+    np.testing.assert_allclose(ours[0].grad.numpy(), theirs[0].grad.numpy())
+    assert out.grad_fn.name().split("::")[-1] == expected.grad_fn.name().split("::")[-1]
+
+
+@requires_torch
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.zeros(3, 4).select(0, 5),
+    lambda lib: lib.zeros(3, 4).select(-3, 0),
+    lambda lib: lib.zeros(3, 4).select(2, 0),
+    lambda lib: lib.tensor(1.0).select(0, 0),
+    lambda lib: lib.tensor(1.0).unbind(),
+    lambda lib: lib.zeros(3).unbind(1),
+    lambda lib: lib.zeros(3, 4).diagonal(0, 1, -1),
+    lambda lib: lib.zeros(3, 4).diagonal(0, 0, 2),
+    lambda lib: lib.tensor(1.0).diagonal(),
+])
+def test_view_op_errors_match_torch(fn: Callable[[Any], Any]) -> None:
+    _raises_like_torch(fn)
+
+
+@requires_torch
+@pytest.mark.parametrize("write", [
+    lambda lib, u: u.mul_(2),
+    lambda lib, u: u.copy_(lib.ones(4)),
+    lambda lib, u: u.__setitem__(1, 3.0),
+], ids=["mul_", "copy_", "setitem"])
+def test_in_place_on_unbind_outputs_raises_as_torch(write: Callable[[Any, Any], Any]) -> None:
+    for lib in (torch, agrad):
+        x = lib.ones(3, 4, requires_grad=True)
+        u = x.clone().unbind(0)
+        with pytest.raises(RuntimeError, match=MULTI_VIEW):
+            write(lib, u[0])
+        with lib.no_grad():
+            write(lib, x.clone().unbind(0)[1])  # allowed: nothing is recorded
+        write(lib, lib.ones(3, 4).unbind(0)[2])  # allowed: no input requires grad
+        write(lib, x.clone().unbind(0)[0].detach())
+
+
+def test_data_ptr_is_the_address_and_views_share_offsets() -> None:
+    x = agrad.zeros(3, 4)
+    assert x.data_ptr() == x._data.ctypes.data
+    assert x[1:].data_ptr() - x.data_ptr() == 4 * 4
+    assert x.select(1, 2).data_ptr() - x.data_ptr() == 2 * 4
+    assert x.diagonal().data_ptr() == x.data_ptr()
+    assert x.clone().data_ptr() != x.data_ptr()
+    assert agrad.zeros(0).data_ptr() == 0
+    if torch is not None:
+        t = torch.zeros(3, 4)
+        assert t[1:].data_ptr() - t.data_ptr() == 16 and torch.zeros(0).data_ptr() == 0
+
+
+# -- all, any, argsort, allclose, var_mean --------------------------------------------
+
+
+@requires_torch
+@pytest.mark.parametrize("fn", [
+    lambda lib, x: x.all(), lambda lib, x: lib.any(x, 1), lambda lib, x: x.all(dim=0, keepdim=True),
+    lambda lib, x: lib.all(x > 0, (0, 1)), lambda lib, x: (x > 0).any(-1),
+    lambda lib, x: x.argsort(), lambda lib, x: lib.argsort(x, 0, True), lambda lib, x: x.argsort(dim=0, stable=True),
+    lambda lib, x: lib.argsort(x.round(), descending=True, stable=True),
+    lambda lib, x: lib.isclose(x, x + 1e-6), lambda lib, x: lib.allclose(x, x * (1 + 1e-7)),
+    lambda lib, x: x.allclose(x + 1.0), lambda lib, x: lib.allclose(x, x + 0.5, atol=0.6),
+])
+def test_logical_sorting_and_closeness_match_torch(fn: Callable[[Any, Any], Any]) -> None:
+    x = np.random.default_rng(2).standard_normal((4, 5)) * 2
+    x[0, 0] = 0.0
+    ours = fn(agrad, agrad.tensor(x, requires_grad=True))
+    theirs = fn(torch, torch.tensor(x, requires_grad=True))
+    if isinstance(theirs, bool):
+        assert ours is theirs
+        return
+    assert not ours.requires_grad and ours.dtype.name == str(theirs.dtype).removeprefix("torch.")
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@requires_torch
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.isclose(lib.tensor([1.0]), lib.tensor([1])),
+    lambda lib: lib.isclose(lib.tensor([1.0]), 1.0),
+    lambda lib: lib.allclose(lib.tensor([1.0]), lib.tensor([1.0]), rtol=-1.0),
+])
+def test_closeness_errors_match_torch(fn: Callable[[Any], Any]) -> None:
+    with pytest.raises(Exception) as theirs:
+        fn(torch)
+    with pytest.raises(type(theirs.value)):
+        fn(agrad)
+
+
+@requires_torch
+@pytest.mark.parametrize("name", ["var_mean", "std_mean"])
+@pytest.mark.parametrize(("args", "kwargs"), [
+    ((), {}), ((1,), {}), ((True,), {}), ((False,), {}), ((0, False), {}), ((1, True, True), {}),
+    ((), {"dim": (0, 1), "correction": 0, "keepdim": True}), ((), {"dim": 1, "unbiased": False}),
+])
+def test_var_mean_and_std_mean_match_torch(name: str, args: tuple, kwargs: dict) -> None:
+    fn = lambda lib, x: getattr(lib, name)(x, *args, **kwargs)  # noqa: E731
+    (out, ours), (expected, theirs) = _both(fn, np.random.default_rng(3).standard_normal((3, 4)))
+    assert isinstance(out, tuple) and len(out) == 2
+    for a, t in zip(out, expected):
+        np.testing.assert_allclose(a.detach().numpy(), t.detach().numpy())
+    (out[0] * 2 + out[1]).sum().backward_sync()
+    (expected[0] * 2 + expected[1]).sum().backward()
+    np.testing.assert_allclose(ours[0].grad.numpy(), theirs[0].grad.numpy())
