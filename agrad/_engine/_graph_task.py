@@ -186,7 +186,8 @@ class GraphTask:
     __slots__ = (
         "keep_graph", "create_graph", "parent", "reentrant_depth", "stack_depth", "dependencies", "not_ready",
         "exec_info", "captured", "staged", "ready", "final_callbacks", "_owned", "_journal",
-        "_inbox", "_outstanding", "_slot_granted", "_in_line", "_wake", "_devices", "_stopped", "__weakref__",
+        "_inbox", "_outstanding", "_slot_granted", "_in_line", "_wake", "_devices", "_stopped", "_root",
+        "__weakref__",
     )
 
     def __init__(self, keep_graph: bool, create_graph: bool, parent: GraphTask | None = None) -> None:
@@ -228,6 +229,7 @@ class GraphTask:
     def start(self, root: Node, root_buffer: list[Any], outputs: Sequence[Edge] | None,
               accumulate_grad: bool) -> None:
         """Count dependencies, mark what must run, and queue the root."""
+        self._root = root  # for will_execute
         min_topo = 0
         if outputs is not None:
             min_topo = min((e.function.topological_nr for e in outputs), default=0)
@@ -327,6 +329,24 @@ class GraphTask:
             return True
         e = self.exec_info.get(fn)
         return e is not None and (e.needed or e.captures is not None)
+
+    def will_execute(self, fn: Node) -> bool:
+        """Whether ``fn`` runs in this task (PyTorch's ``_will_engine_execute_node``):
+        it is on a path to ``inputs``, or, without them, reachable from the root.
+        A fresh walk (marks may belong to a later traversal): for hooks, not the hot path."""
+        if self.exec_info is not None:
+            return self.needed(fn)
+        seen = {self._root}
+        stack = [self._root]
+        while stack:
+            node = stack.pop()
+            if node is fn:
+                return True
+            for edge in node.next_edges:
+                if edge is not None and edge[0] not in seen and edge[0].topological_nr >= fn.topological_nr:
+                    seen.add(edge[0])
+                    stack.append(edge[0])
+        return False
 
     # -- execution -------------------------------------------------------------
     def run(self, options: EngineOptions | None) -> Generator[Any, Any, None]:

@@ -13,14 +13,14 @@ from typing import Any
 
 from agrad._backends import full, zeros
 from agrad._engine._graph_task import GraphTask, current_graph_task
-from agrad._graph._node import GraphRoot
+from agrad._graph._node import Edge, GradientEdge, GraphRoot
 from agrad._tensor import Tensor
 
 
 def _as_tuple(x: Any, what: str) -> tuple[Any, ...]:
     if x is None:
         return ()
-    if isinstance(x, Tensor):
+    if isinstance(x, (Tensor, GradientEdge)):  # (a GradientEdge is a tuple, but one input)
         return (x,)
     if isinstance(x, (list, tuple)):
         return tuple(x)
@@ -79,8 +79,11 @@ def _new_task(outputs: tuple[Tensor, ...], grad_outputs: Any, retain_graph: bool
     if inputs is not None:
         output_edges = []
         for t in inputs:
+            if isinstance(t, GradientEdge):  # the gradient arriving there, as PyTorch's
+                output_edges.append(Edge(t.node, t.output_nr))
+                continue
             if not isinstance(t, Tensor):
-                raise TypeError(f"inputs must be Tensors, got {type(t).__name__}")
+                raise TypeError(f"inputs must be Tensors or GradientEdges, got {type(t).__name__}")
             if not t.requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             if accumulate_grad and t._grad_fn is not None:
@@ -128,6 +131,8 @@ def grad_task(outputs: Any, inputs: Any, grad_outputs: Any, retain_graph: bool |
     ins = _as_tuple(inputs, "inputs")
     if not ins:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
+    if materialize_grads and any(isinstance(t, GradientEdge) for t in ins):
+        raise RuntimeError("materialize_grads cannot be used when the given input is a GradientEdge")
     task = _new_task(outs, grad_outputs, retain_graph, create_graph, ins, accumulate_grad=False)
 
     def collect() -> tuple[Tensor | None, ...]:

@@ -18,6 +18,7 @@ import sys
 import traceback
 import weakref
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -32,8 +33,8 @@ if TYPE_CHECKING:
     from agrad._engine._graph_task import GraphTask
     from agrad._tensor import Tensor
 
-__all__ = ["Node", "Edge", "AccumulateGrad", "GraphRoot", "SavedTensor", "next_sequence_nr", "single_input_meta",
-           "input_meta"]
+__all__ = ["Node", "Edge", "GradientEdge", "AccumulateGrad", "GraphRoot", "SavedTensor", "next_sequence_nr",
+           "single_input_meta", "input_meta", "before_in_place"]
 
 # Note [Sequence numbers]
 # ~~~~~~~~~~~~~~~~~~~~~~~
@@ -55,6 +56,20 @@ class Edge(NamedTuple):
 
     function: "Node"
     input_nr: int
+
+
+class GradientEdge(NamedTuple):
+    """An edge of the graph as PyTorch's ``torch.autograd.graph.GradientEdge``
+    names it: the gradient of a tensor arrives at ``node``'s input ``output_nr``.
+
+    Made by :func:`agrad.autograd.graph.get_gradient_edge`; ``grad()`` and
+    ``backward(inputs=)`` take it in place of a tensor.  ``ownership_token`` is
+    PyTorch's (it keeps a tensor alive there); agrad never needs it.
+    """
+
+    node: "Node"
+    output_nr: int
+    ownership_token: Any = None
 
 
 # Note [Shared input metadata]
@@ -258,6 +273,15 @@ class AccumulateGrad(Node):
             task.stage(self.variable, grads[0], is_leaf=True)
         return ()
 
+
+# Note [Mutation of saved tensors]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``allow_mutation_on_saved_tensors`` (agrad.autograd.graph) must copy a saved
+# tensor before an in-place op overwrites its memory.  Every in-place write of
+# an op goes through the registry's ``_inplace``, which calls this ContextVar's
+# function, when one is set, with the tensor about to be written (PyTorch
+# intercepts the write with a dispatch mode instead).
+before_in_place: ContextVar[Callable[["Tensor"], None] | None] = ContextVar("agrad_before_in_place", default=None)
 
 # Bound once: SavedTensor's constructor is on every recorded op's path.
 _current_hooks = current_hooks.get

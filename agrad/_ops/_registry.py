@@ -40,7 +40,7 @@ from agrad import _backends, _dtype
 from agrad._device import CPU
 from agrad._grad_mode import grad_enabled
 from agrad._graph._anomaly import anomaly_enabled
-from agrad._graph._node import _FREED, Node, SavedTensor, single_input_meta
+from agrad._graph._node import _FREED, Node, SavedTensor, before_in_place, single_input_meta
 from agrad._tensor import Tensor
 
 __all__ = ["OpDef", "defop", "apply", "identity", "REGISTRY"]
@@ -540,6 +540,9 @@ def _inplace(fn: Callable[..., Tensor], name: str) -> Callable[..., Tensor]:
             raise RuntimeError(
                 f"result type {result.dtype} can't be cast to the desired output type {self.dtype}"
             )
+        mutating = before_in_place.get()
+        if mutating is not None:
+            mutating(self)  # Note [Mutation of saved tensors]
         with _backends.on(self.device):
             self._data[...] = result._data
         self._bump_version()

@@ -183,3 +183,106 @@ def test_var_mean_and_std_mean_match_torch(name: str, args: tuple, kwargs: dict)
     (out[0] * 2 + out[1]).sum().backward_sync()
     (expected[0] * 2 + expected[1]).sum().backward()
     np.testing.assert_allclose(ours[0].grad.numpy(), theirs[0].grad.numpy())
+
+
+# -- autograd.graph: GradientEdge, multi-grad hooks, versions, mutation of saved tensors
+
+
+@requires_torch
+def test_gradient_edges_as_grad_and_backward_inputs_match_torch() -> None:
+    results = {}
+    for lib in (agrad, torch):
+        graph = lib.autograd.graph
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x * 2
+        z = (y * y).sum()
+        edge = graph.get_gradient_edge(y)
+        assert edge.node is y.grad_fn and edge.output_nr == 0 and edge.ownership_token is None
+        assert graph.get_gradient_edge(x).node.name().endswith("AccumulateGrad")
+        grad = lib.autograd.grad_sync if lib is agrad else lib.autograd.grad
+        one = grad(z, edge, retain_graph=True)
+        two = grad(z, [edge, x], retain_graph=True)
+        backward = agrad.autograd.backward_sync if lib is agrad else torch.autograd.backward
+        backward(z, inputs=[graph.get_gradient_edge(x)], retain_graph=True)
+        backward(z, inputs=[edge])  # a non-leaf edge: runs, stores nothing
+        results[lib.__name__] = [t.detach().numpy().copy() for t in (*one, *two, x.grad)]
+        with pytest.raises(RuntimeError, match="materialize_grads cannot be used when the given input is a Gradi"):
+            grad((x * 1).sum(), edge, allow_unused=True, materialize_grads=True)
+        with pytest.raises(RuntimeError, match="not possible to get the gradient edge for a Tensor that does not"):
+            graph.get_gradient_edge(lib.ones(2))
+    for ours, theirs in zip(results["agrad"], results["torch"], strict=True):
+        np.testing.assert_allclose(ours, theirs)
+
+
+@requires_torch
+@pytest.mark.parametrize("mode", ["all", "any"])
+def test_register_multi_grad_hook_matches_torch(mode: str) -> None:
+    seen: dict[str, list[Any]] = {"agrad": [], "torch": []}
+    for lib in (agrad, torch):
+        calls = seen[lib.__name__]
+        a = lib.tensor([1.0, 2.0], requires_grad=True)
+        b = lib.tensor([3.0, 4.0], requires_grad=True)
+        c, d = a * b, a + b
+        if mode == "all":
+            fn = lambda grads, calls=calls: calls.append([None if g is None else g.tolist() for g in grads])  # noqa: E731
+        else:
+            fn = lambda grad, calls=calls: calls.append(grad.tolist())  # noqa: E731
+        handle = lib.autograd.graph.register_multi_grad_hook((a, b, c, d), fn, mode=mode)
+        run = (lambda t, **kw: t.backward_sync(**kw)) if lib is agrad else (lambda t, **kw: t.backward(**kw))
+        run(c.sum(), retain_graph=True)
+        run((c * 3).sum(), inputs=(a,), retain_graph=True)
+        run((c + d).sum(), retain_graph=True)
+        handle.remove()
+        run(c.sum())
+        with pytest.raises(ValueError, match="Expects mode to be one of"):
+            lib.autograd.graph.register_multi_grad_hook((a,), fn, mode="some")
+    assert seen["agrad"] == seen["torch"] and seen["agrad"]
+
+
+@requires_torch
+def test_increment_version_makes_backward_detect_the_write_as_torch() -> None:
+    for lib in (agrad, torch):
+        a = lib.tensor([1.0, 2.0], requires_grad=True)
+        b = a.exp()
+        out = (b * b).sum()
+        lib.autograd.graph.increment_version([b])
+        lib.autograd.graph.increment_version(b)
+        assert b._version == 2
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            out.backward_sync() if lib is agrad else out.backward()
+
+
+def _mutate_saved(lib: Any) -> tuple[Any, Any]:
+    a = lib.tensor([[0.5, 1.0, 2.0], [1.5, -1.0, 3.0]], requires_grad=True)
+    b = a.clone()
+    out = (b ** 2).sum() + (b[0] * b[1].exp()).sum()
+    b.sin_()  # b and a view of it were saved
+    b[1].mul_(3)
+    return a, out
+
+
+@requires_torch
+def test_allow_mutation_on_saved_tensors_matches_torch() -> None:
+    with torch.autograd.graph.allow_mutation_on_saved_tensors():
+        a_t, out_t = _mutate_saved(torch)
+        out_t.backward()
+    with agrad.autograd.graph.allow_mutation_on_saved_tensors() as ctx:
+        a, out = _mutate_saved(agrad)
+        out.backward_sync()
+    np.testing.assert_allclose(a.grad.numpy(), a_t.grad.numpy())
+    assert not ctx.original and not ctx.cloned  # cleared on exit
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        _mutate_saved(agrad)[1].backward_sync()  # outside the context it is an error again
+
+
+@requires_torch
+def test_allow_mutation_on_saved_tensors_misuse_raises_as_torch() -> None:
+    for lib in (torch, agrad):
+        graph = lib.autograd.graph
+        with graph.allow_mutation_on_saved_tensors():
+            with pytest.raises(RuntimeError, match="allow_mutation_on_saved_tensors contexts cannot be nested"):
+                with graph.allow_mutation_on_saved_tensors():
+                    pass
+            a, out = _mutate_saved(lib)
+        with pytest.raises(AssertionError, match="Trying to backward outside of the 'allow_mutation_on_saved_ten"):
+            out.backward_sync() if lib is agrad else out.backward()
