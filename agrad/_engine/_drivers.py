@@ -16,14 +16,15 @@ concurrent coroutines, interleaved at their time slices and kernel waits.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextvars
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
 from agrad._engine import _device_workers, _traps
 from agrad._engine._graph_task import SLICE_SPENT, DeviceIdle, DeviceJob, GraphTask, Offload, WaitKernels, _nothing
+from agrad._engine._interrupts import deferred_interrupts
 from agrad._engine._options import current_options
 from agrad._engine._pool import KernelPool, current_pool
 
@@ -64,13 +65,20 @@ def _spills(task: GraphTask) -> bool:
 
 async def execute(task: GraphTask) -> None:
     """Run ``task`` in the awaiting coroutine, yielding to the loop per time slice
-    and while its kernels run in threads (in a fresh task if it nests too deep)."""
-    await _traps.check_cancelled()
-    if _spills(task):
-        await _traps.in_fresh_task(_execute, task)
-    else:
-        await _execute(task)
-    await _traps.after_commit()
+    and while its kernels run in threads (in a fresh task if it nests too deep).
+
+    A checkpoint (cancellation and schedule point) before the backward starts,
+    and no await after its commit (Note [After the commit]).
+    """
+    await _traps.checkpoint()
+    try:
+        if _spills(task):
+            await _traps.in_fresh_task(_execute, task)
+        else:
+            await _execute(task)
+    except BaseException as exc:
+        task.note_if_committed(exc)
+        raise
 
 
 async def _execute(task: GraphTask) -> None:
@@ -111,10 +119,14 @@ async def _execute(task: GraphTask) -> None:
 def execute_sync(task: GraphTask) -> None:
     """Run ``task`` to completion on this thread, blocking (the blocking twin);
     on a fresh thread if it nests too deep (Note [Reentrant depth])."""
-    if _spills(task):
-        _in_fresh_thread(_execute_sync, task)
-    else:
-        _execute_sync(task)
+    try:
+        if _spills(task):
+            _in_fresh_thread(_execute_sync, task)
+        else:
+            _execute_sync(task)
+    except BaseException as exc:
+        task.note_if_committed(exc)
+        raise
 
 
 def _execute_sync(task: GraphTask) -> None:
@@ -178,11 +190,46 @@ class _CoroutineRunner:
         return self._loop.run_until_complete(task)
 
 
+# Note [Never abandon a spilled thread]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A thread that runs a spilled backward (Note [Reentrant depth]) or an
+# ``async def backward`` on a fresh loop (Note [Async backward]) belongs to
+# the task whose node started it: its provisional commits are journaled on
+# that task once it finishes (Note [Commits of reentrant backwards]).  If the
+# wait for it is interrupted (a KeyboardInterrupt on the main thread), the
+# starting task is about to abort, and it may only undo what the thread did
+# after the thread ended; a thread left running would commit into ``.grad``
+# after the abort, its provisional entries never cleared.  So the thread is
+# started with interrupts held back (it exists, and is waited for, or it was
+# never started), and an interrupted wait waits again, with interrupts held
+# back, before the interrupt goes on: Ctrl-C takes effect when the nested
+# backward ends.
 def _in_fresh_thread(fn: Callable[[Any], Any], arg: Any) -> Any:
-    """``fn(arg)`` on a new thread, in a copy of this context; block for its result."""
+    """``fn(arg)`` on a new thread, in a copy of this context; block for its result
+    (Note [Never abandon a spilled thread])."""
     ctx = contextvars.copy_context()
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agrad-engine") as pool:
-        return pool.submit(ctx.run, fn, arg).result()
+    outcome: list[tuple[bool, Any]] = []  # (raised, result or exception)
+
+    def run() -> None:
+        try:
+            outcome.append((False, ctx.run(fn, arg)))
+        except BaseException as exc:  # re-raised on the waiting thread, below
+            outcome.append((True, exc))
+
+    thread = threading.Thread(target=run, name="agrad-engine")
+    with deferred_interrupts():
+        thread.start()
+    try:
+        thread.join()
+    except BaseException:
+        with deferred_interrupts():
+            thread.join()
+        raise
+    ((raised, result),) = outcome
+    outcome.clear()  # no cycle through the exception's traceback
+    if raised:
+        raise result
+    return result
 
 
 def _loop_running_here() -> bool:

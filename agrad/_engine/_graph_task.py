@@ -33,6 +33,7 @@ import numpy as np
 
 from agrad._backends import device_of, on, writeable
 from agrad._device import CPU
+from agrad._engine._interrupts import deferred_interrupts
 from agrad._engine._options import EngineOptions
 from agrad._engine._ready_queue import ReadyQueue
 from agrad._grad_mode import grad_enabled
@@ -49,13 +50,16 @@ from agrad._tensor import Tensor
 # A backward that raises or is cancelled is simply dropped with its staged
 # gradients, so ``.grad`` is exactly what it was before the call, and two
 # concurrent backwards into shared leaves sum exactly, as if run one after
-# the other.  Post-accumulate-grad hooks, which observe ``.grad``, run at the
-# commit.  Tensor hooks (``register_hook``) still run during the backward,
-# because they may change the gradient that flows on.
+# the other.  The commit is all or nothing (Note [Atomic commit]).
+# Post-accumulate-grad hooks, which observe ``.grad``, run right after it
+# (Note [After the commit]).  Tensor hooks (``register_hook``) still run
+# during the backward, because they may change the gradient that flows on.
 _COMMIT_LOCK = threading.Lock()
 _TRAVERSAL_LOCK = threading.Lock()  # See Note [Counting dependencies]
 # Ids of pending provisional .grad tensors (Note [Commits of reentrant backwards]); under _COMMIT_LOCK.
 _PROVISIONAL: set[int] = set()
+# Added to an exception raised after a top-level backward committed (Note [After the commit]).
+COMMITTED_NOTE = "(raised after the backward committed its gradients: every .grad holds its result)"
 
 # Note [Reentrant backward]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -185,7 +189,7 @@ class GraphTask:
 
     __slots__ = (
         "keep_graph", "create_graph", "parent", "reentrant_depth", "stack_depth", "dependencies", "not_ready",
-        "exec_info", "captured", "staged", "ready", "final_callbacks", "_owned", "_journal",
+        "exec_info", "captured", "staged", "ready", "final_callbacks", "committed", "_owned", "_journal",
         "_inbox", "_outstanding", "_slot_granted", "_in_line", "_wake", "_devices", "_stopped", "_root",
         "__weakref__",
     )
@@ -224,6 +228,7 @@ class GraphTask:
         # for another device is routed, so CPU graphs never look (Note [Device workers]).
         self._devices: set[Any] | None = None
         self._stopped = False  # aborted: device workers drop its queued jobs
+        self.committed = False  # .grad changed: the backward has succeeded (Note [After the commit])
 
     # -- setup ---------------------------------------------------------------
     def start(self, root: Node, root_buffer: list[Any], outputs: Sequence[Edge] | None,
@@ -365,8 +370,11 @@ class GraphTask:
         try:
             with self._ambient():
                 yield from self._execute(options)
-                self.finish()
+                self.commit()
+                self._after_commit()
         except BaseException:
+            if self.committed:  # Note [After the commit]: nothing to undo
+                raise
             self.abort()
             # Note [Kernels of a stopped task]
             # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -741,64 +749,137 @@ class GraphTask:
         else:
             entry[1] = entry[1] + grad
 
+    # Note [Atomic commit]
+    # ~~~~~~~~~~~~~~~~~~~~
+    # ``commit`` applies every staged gradient, or none.  It works in two
+    # phases under ``_COMMIT_LOCK``.  The first computes each leaf's new
+    # ``.grad`` and checks every in-place sum before anything changes: it may
+    # raise (an out-of-place sum that fails, PyTorch's error for a ``.grad``
+    # with overlapping memory) or be interrupted, and the backward then
+    # aborts with every ``.grad`` as it was.  The second only applies what
+    # the first decided: reference assignments and in-place sums already
+    # known to succeed, the journal of provisional commits, and ``committed``
+    # last.  It runs with SIGINT held back (``deferred_interrupts``), so a
+    # KeyboardInterrupt cannot land between two leaves; one that arrives
+    # during it is raised right after, with the commit whole.  A read-only
+    # ``.grad`` array is summed out of place (PyTorch writes through it).
     def commit(self) -> None:
-        """Apply every staged gradient to ``.grad`` (PyTorch's AccumulateGrad rules).
+        """Apply every staged gradient to ``.grad`` with PyTorch's AccumulateGrad
+        rules, all or nothing (Note [Atomic commit]), and pass the journal of
+        provisional commits on.  From here on the backward has succeeded
+        (Note [After the commit]).
 
         A reentrant backward's commit is provisional: journaled, so that its
         parent can undo it (Note [Commits of reentrant backwards]).
         """
-        if not self.staged:
+        if not self.staged and not self._journal:
+            self.committed = True
             return
+        with _COMMIT_LOCK:
+            plan = self._plan_commit()
+            with deferred_interrupts():
+                self._apply_commit(plan)
+
+    def _plan_commit(self) -> list[tuple[Tensor, Tensor | None, Tensor, bool]]:
+        """Phase one of the commit: ``(variable, old, grad, in_place)`` per staged
+        gradient, where ``grad`` is the new ``.grad`` or, in place, what to add
+        to ``old``.  Changes no ``.grad``."""
         create_graph = self.create_graph
         seen = self._owned
         provisional = self.parent is not None
-        with _COMMIT_LOCK:
-            for variable, grad, is_leaf in self.staged.values():
-                if not create_graph:
-                    grad = grad.detach()
-                old = variable._grad
-                if old is None:
-                    # Store a gradient as is only if nothing else can see its memory
-                    # (PyTorch's AccumulateGrad steals a gradient only when its use
-                    # count is 1).  Copied first: a read-only or broadcast array, the
-                    # caller's root gradient, memory already stored on another leaf in
-                    # this commit, and any retain_grad value (PyTorch clones those).
-                    arr = grad._data
-                    owner = arr if arr.base is None else arr.base
-                    if not is_leaf or not writeable(arr) or id(owner) in seen or id(arr) in seen:
-                        grad = grad.clone()
-                        arr = owner = grad._data
-                    seen.add(id(arr))
-                    seen.add(id(owner))
-                    variable._grad = grad
-                elif not create_graph and not old.requires_grad and not provisional and id(old) not in _PROVISIONAL:
-                    with on(variable.device):
-                        np.add(old._data, grad._data, out=old._data, casting="unsafe")
-                    old._bump_version()
+        plan = []
+        for variable, grad, is_leaf in self.staged.values():
+            if not create_graph:
+                grad = grad.detach()
+            old = variable._grad
+            if old is None:
+                # Store a gradient as is only if nothing else can see its memory
+                # (PyTorch's AccumulateGrad steals a gradient only when its use
+                # count is 1).  Copied first: a read-only or broadcast array, the
+                # caller's root gradient, memory already stored on another leaf in
+                # this commit, and any retain_grad value (PyTorch clones those).
+                arr = grad._data
+                owner = arr if arr.base is None else arr.base
+                if not is_leaf or not writeable(arr) or id(owner) in seen or id(arr) in seen:
+                    grad = grad.clone()
+                    arr = owner = grad._data
+                seen.add(id(arr))
+                seen.add(id(owner))
+                plan.append((variable, None, grad, False))
+            elif (not create_graph and not old.requires_grad and not provisional and id(old) not in _PROVISIONAL
+                    and old._data.shape == grad._data.shape):
+                if 0 in old._data.strides and old._data.size > 1:
+                    raise RuntimeError(
+                        "unsupported operation: more than one element of the written-to tensor refers to a "
+                        "single memory location. Please clone() the tensor before performing the operation."
+                    )
+                if writeable(old._data):
+                    plan.append((variable, old, grad, True))
                 else:
-                    variable._grad = old + grad
-                if provisional:
-                    new = variable._grad
-                    _PROVISIONAL.add(id(new))
-                    self._journal.append((variable, old, new, new._version))
+                    plan.append((variable, old, old + grad, False))
+            else:
+                plan.append((variable, old, old + grad, False))
+        return plan
+
+    def _apply_commit(self, plan: list[tuple[Tensor, Tensor | None, Tensor, bool]]) -> None:
+        """Phase two of the commit: apply ``plan``; nothing here can fail."""
+        provisional = self.parent is not None
+        for variable, old, grad, in_place in plan:
+            if in_place:
+                with on(variable.device):
+                    np.add(old._data, grad._data, out=old._data, casting="unsafe")  # type: ignore[union-attr]
+                old._bump_version()  # type: ignore[union-attr]
+            else:
+                variable._grad = grad
+            if provisional:
+                new = variable._grad
+                _PROVISIONAL.add(id(new))
+                self._journal.append((variable, old, new, new._version))
+        if provisional:  # the parent answers for every commit below it now
+            self.parent._journal.extend(self._journal)  # type: ignore[union-attr]
+        else:  # final now
+            for entry in self._journal:
+                _PROVISIONAL.discard(id(entry[2]))
+        self._journal.clear()
+        self.committed = True
+
+    # Note [After the commit]
+    # ~~~~~~~~~~~~~~~~~~~~~~~
+    # The commit is the point where a backward succeeds: before it, whatever
+    # stops the backward (an exception, a cancellation, a KeyboardInterrupt)
+    # leaves every ``.grad`` as it was; after it, nothing is undone.  So
+    # nothing after it may look like a failed backward.  The async driver has
+    # no await after the commit, so no cancellation can be reported once
+    # ``.grad`` changed (a cancellation requested meanwhile reaches the caller
+    # at its next await, as for any other synchronous step).  What does run
+    # after it is user code that observes the committed ``.grad``: the
+    # post-accumulate-grad hooks (an optimizer step in a hook needs the
+    # accumulated value) and the final callbacks of ``queue_callback``, as in
+    # PyTorch.  If one of them raises (or a KeyboardInterrupt lands while the
+    # call unwinds), the exception propagates as in PyTorch, the hooks after
+    # it do not run, and the driver adds a note to the exception saying that
+    # the gradients are committed (``COMMITTED_NOTE``): a caller that would
+    # retry a failed backward can tell that this one must not be retried.  A
+    # reentrant backward's commit is provisional: if something raises after
+    # it, its parent fails and undoes it, so no note is added there.
+    def _after_commit(self) -> None:
+        """Post-accumulate-grad hooks, then final callbacks (Note [After the commit])."""
         for variable, _, is_leaf in self.staged.values():
             if is_leaf and variable._post_acc_hooks:
                 for hook in list(variable._post_acc_hooks.values()):
-                    hook(variable)
+                    if (result := hook(variable)) is not None:  # PyTorch checks the type first
+                        raise (RuntimeError("Tensor post accumulate grad hooks should return None.")
+                               if isinstance(result, Tensor) else
+                               TypeError(f"expected Variable, but hook returned '{type(result).__name__}'"))
         self.staged.clear()
-
-    def finish(self) -> None:
-        """Commit staged gradients, then run the final callbacks (queue_callback)."""
-        self.commit()
-        if self.parent is not None:  # the parent answers for every commit below it now
-            self.parent._journal.extend(self._journal)
-        elif self._journal:  # final now
-            with _COMMIT_LOCK:
-                for entry in self._journal:
-                    _PROVISIONAL.discard(id(entry[2]))
-        self._journal.clear()
         while self.final_callbacks:
             self.final_callbacks.pop(0)()
+
+    def note_if_committed(self, exc: BaseException) -> None:
+        """Tell the caller, on ``exc``, that the gradients of this top-level
+        backward stay committed (Note [After the commit])."""
+        if self.committed and self.parent is None and COMMITTED_NOTE not in getattr(exc, "__notes__", ()):
+            exc.add_note(COMMITTED_NOTE)
 
     def abort(self) -> None:
         """Drop all pending work and staged gradients, and undo the commits of
@@ -810,7 +891,7 @@ class GraphTask:
         self.staged.clear()
         self.final_callbacks.clear()
         self.captured = []
-        with _COMMIT_LOCK:
+        with _COMMIT_LOCK, deferred_interrupts():  # all undone, or none (Note [Atomic commit])
             for variable, old, new, version in reversed(self._journal):
                 _PROVISIONAL.discard(id(new))
                 current = variable._grad

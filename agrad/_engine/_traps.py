@@ -14,22 +14,15 @@ import anyio
 import anyio.lowlevel
 
 
-async def check_cancelled() -> None:
-    """Raise if the awaiting task is already cancelled, before a backward starts.
+async def checkpoint() -> None:
+    """A checkpoint in trio's sense (a pending cancellation is raised, other
+    tasks run) before a backward starts.
 
-    With :func:`after_commit`, this makes every backward a checkpoint in trio's
-    sense even when it is too short to spend a time slice.
+    There is none after it: once ``.grad`` is committed the call has
+    succeeded, and an await there could only report a cancellation as if the
+    backward had not happened (Note [After the commit]).
     """
-    await anyio.lowlevel.checkpoint_if_cancelled()
-
-
-async def after_commit() -> None:
-    """A schedule point after a backward committed its gradients.
-
-    Shielded: once ``.grad`` is committed the call has succeeded, and reporting
-    a cancellation now would tell the caller its backward did not happen.
-    """
-    await anyio.lowlevel.cancel_shielded_checkpoint()
+    await anyio.lowlevel.checkpoint()
 
 
 async def yield_slice() -> None:
