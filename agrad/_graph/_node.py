@@ -328,6 +328,33 @@ class SavedTensor:
             self.tensor = None
             self._pack(tensor, hooks)
 
+    @classmethod
+    def undefined(cls) -> "SavedTensor":
+        """What ``_raw_saved_<name>`` gives for a value the node did not save
+        (PyTorch's SavedTensor of an undefined tensor)."""
+        s = object.__new__(cls)
+        s.tensor = None
+        return s
+
+    def register_hooks(self, pack_hook: Callable[["Tensor"], Any], unpack_hook: Callable[[Any], "Tensor"]) -> None:
+        """Pack this saved tensor now with ``pack_hook``; the backward gets it from
+        ``unpack_hook`` (PyTorch's ``SavedTensor.register_hooks``, reached through
+        ``grad_fn._raw_saved_<name>``).  One pair of hooks per saved tensor."""
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("register_hooks(): expected two callables (pack_hook, unpack_hook)")
+        t = self.tensor
+        if t is None:
+            if hasattr(self, "hooked"):
+                raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already been set. "
+                                   "Hint: only one pair of hooks is allowed at a time.")
+            raise RuntimeError("Calling register_hooks on a saved tensor with value None is forbidden")
+        self.tensor = None
+        try:
+            self._pack(t, (pack_hook, unpack_hook))
+        except BaseException:
+            self.tensor = t  # nothing half-applied: the tensor stays saved as it was
+            raise
+
     def unpack(self, node: Node) -> "Tensor":
         t = self.tensor
         if t is None:

@@ -77,7 +77,7 @@ def _matmul_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
 
 
 @defop(ref=lambda torch: torch.matmul,
-       vjp=(_matmul_grad_input, _matmul_grad_other), node="MmBackward0", work=_product_work,
+       vjp=(_matmul_grad_input, _matmul_grad_other), node="MmBackward0", work=_product_work, saved_as={"other": "mat2"},
        methods=("matmul", "__matmul__"), rmethods=("__rmatmul__",), samples=_matmul_samples)
 def matmul(xp, input, other):
     """Matrix product with numpy/PyTorch broadcasting of batch dimensions (1-D, 2-D, batched)."""

@@ -87,6 +87,8 @@ class OpDef:
     # their arrays' size (matmul: FLOPs); see Note [Offload threshold].
     work: Callable[[Sequence[Tensor], Tensor], int] | None = None
     public: Callable[..., Any] = field(default=None)  # type: ignore[assignment]
+    # PyTorch's name of each entry of ``saved``: Note [Saved values by name].
+    saved_names: tuple[str, ...] = ()
 
 
 REGISTRY: dict[str, OpDef] = {}
@@ -116,12 +118,74 @@ def _unpack(saved: list[Any], node: Node) -> list[Any]:
     return out
 
 
+# Note [Saved values by name]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# PyTorch exposes each value a built-in node saved as ``grad_fn._saved_<name>``
+# (unpacked: a tensor, with the version check; shapes and attributes as they
+# are) and each saved tensor as ``grad_fn._raw_saved_<name>`` (the SavedTensor,
+# whose ``register_hooks`` repacks it).  ``<name>`` is the argument's name in
+# PyTorch's derivative formula.  An entry's saved values are named by its vjps'
+# parameters (Note [Saving only what is needed]); ``_saved_names`` maps them to
+# PyTorch's names: the first input is ``self``, its shape ``self_sym_sizes``,
+# the output ``result``, anything else keeps its name unless the entry's
+# ``saved_as`` renames it (``matmul``'s ``other`` is ``mat2``).  A value the
+# node did not need is None, as PyTorch's undefined tensor, before and after a
+# backward freed the node's tensors; every other ``_saved_`` attribute then
+# raises the freed-graph error (PyTorch keeps shapes and attributes: a
+# deliberate difference, the engine frees the whole list in one step, Note
+# [Saved values]).  Only ``__getattr__`` reads them: the hot path pays nothing.
+def _saved_names(op: OpDef, saved_as: dict[str, str]) -> tuple[str, ...]:
+    first = None if op.variadic else op.inputs[0]
+    names = []
+    for name in op.saved:
+        if name in saved_as:
+            names.append(saved_as[name])
+        elif name == "out":
+            names.append("result")
+        elif name == first:
+            names.append("self")
+        elif name.endswith("_shape"):
+            names.append(("self" if name[:-6] == first else name[:-6]) + "_sym_sizes")
+        else:
+            names.append(name)
+    return tuple(names)
+
+
 class OpNode(Node):
     """Backward node of a table op: applies the entry's vjps to the saved values."""
 
     __slots__ = ()
     op: OpDef
     variadic = False
+
+    def __getattr__(self, name: str) -> Any:
+        """``_saved_<name>`` and ``_raw_saved_<name>``: Note [Saved values by name]."""
+        raw = name.startswith("_raw_saved_")
+        key = name[11:] if raw else name[7:] if name.startswith("_saved_") else None
+        names = self.op.saved_names
+        if key is None or key not in names:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        saved = self._saved
+        i = names.index(key)
+        if saved is None:
+            if not self.variadic and self.op.save_plans[self._save_mask()][0][i][0] == _SAVE_NOTHING:
+                return SavedTensor.undefined() if raw else None  # never saved, as before the free
+            raise RuntimeError(_FREED)
+        value = saved[i]
+        is_tensor = type(value) is SavedTensor or type(value) is tuple and value and type(value[0]) is SavedTensor
+        if raw:
+            if value is None:
+                return SavedTensor.undefined()
+            if not is_tensor:
+                raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+            return value
+        if type(value) is SavedTensor:
+            return value.unpack(self)
+        return tuple(v.unpack(self) for v in value) if is_tensor else value
+
+    def _save_mask(self) -> int:
+        """The mask of inputs needing grad this node was recorded with (``record``)."""
+        return sum(1 << i for i, e in enumerate(self.next_edges) if e is not None)
 
     def apply(self, grads: list[Any], task: Any) -> Sequence[Any]:
         # The backward's hottest function: plain loops (a comprehension costs a
@@ -576,6 +640,7 @@ def defop(
     check: dict[str, float] | None = None,
     view: bool = False,
     work: Callable[[Sequence[Tensor], Tensor], int] | None = None,
+    saved_as: dict[str, str] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Tensor]]:
     """Register the decorated forward as an op; return its public function.
 
@@ -602,6 +667,8 @@ def defop(
             units (array elements touched), for ops whose cost is not the size
             of their arrays; by default the gradient's size plus the saved
             tensors'.  See Note [Offload threshold].
+        saved_as: PyTorch's names of saved values where the default rule
+            differs (Note [Saved values by name]): ``{"other": "mat2"}``.
     """
 
     def register(forward: Callable[..., Any]) -> Callable[..., Tensor]:
@@ -635,6 +702,7 @@ def defop(
             op.vjp_args = tuple(tuple(saved.index(p) for p in ps) for ps in arg_names)
             op.save_plans = _save_plans(op)
             op.calls = tuple(zip(vjps, op.vjp_args))
+            op.saved_names = _saved_names(op, saved_as or {})
             base = VariadicOpNode if variadic else OpNode
             op.node_classes = {n: type(n, (base,), {"__slots__": (), "op": op}) for n in names}
             op.node_cls = op.node_classes[node_name]

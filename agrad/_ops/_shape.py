@@ -146,7 +146,7 @@ def _is_basic(index: Any) -> bool:
 
 @defop(view=True, ref=lambda torch: lambda x, index: x[index],
        vjp=lambda g, input_shape, index: _index_put_grad(g, shape=input_shape, index=index),
-       node="IndexBackward0", methods=("__getitem__",),
+       node="IndexBackward0", methods=("__getitem__",), saved_as={"index": "indices"},
        parse=lambda input, index: ((input,), {"index": _index_arg(index, input.device)}),
        samples=lambda rng: [((_r(rng, 4, 5), 1), {}), ((_r(rng, 4, 5), (slice(None), slice(1, None, 2))), {}),
                             ((_r(rng, 4, 5), (None, Ellipsis, 0)), {}),

@@ -286,3 +286,96 @@ def test_allow_mutation_on_saved_tensors_misuse_raises_as_torch() -> None:
             a, out = _mutate_saved(lib)
         with pytest.raises(AssertionError, match="Trying to backward outside of the 'allow_mutation_on_saved_ten"):
             out.backward_sync() if lib is agrad else out.backward()
+
+
+# -- grad_fn._saved_<name> / _raw_saved_<name> ------------------------------------------
+
+SAVED_CASES = {
+    "mul": (lambda lib, x, w: x * w, ["self", "other"]),
+    "div": (lambda lib, x, w: x / w, ["other"]),
+    "pow": (lambda lib, x, w: x.abs().pow(w), ["self", "exponent", "result"]),
+    "exp": (lambda lib, x, w: x.exp(), ["result"]),
+    "log": (lambda lib, x, w: lib.log(w.abs()), ["self"]),
+    "tanh": (lambda lib, x, w: x.tanh(), ["result"]),
+    "sigmoid": (lambda lib, x, w: lib.sigmoid(x), ["result"]),
+    "relu": (lambda lib, x, w: lib.relu(x), ["result"]),
+    "sum_dim": (lambda lib, x, w: x.sum(1, keepdim=True), ["dim", "keepdim", "self_sym_sizes"]),
+    "sum": (lambda lib, x, w: x.sum(), ["self_sym_sizes"]),
+    "mean_dim": (lambda lib, x, w: x.mean(0), ["dim", "keepdim"]),
+    "mm": (lambda lib, x, w: lib.mm(x, w.T), ["self", "mat2"]),
+    "matmul": (lambda lib, x, w: x @ w.T, ["self", "mat2"]),
+    "index": (lambda lib, x, w: x[1:], ["self_sym_sizes"]),
+    "select": (lambda lib, x, w: x.select(1, 2), ["dim", "index", "self_sym_sizes"]),
+}
+
+
+def _plain(v: Any) -> Any:
+    if hasattr(v, "detach"):
+        return v.detach().numpy()
+    return tuple(np.atleast_1d(v)) if isinstance(v, (int, tuple)) and not isinstance(v, bool) else v
+
+
+@requires_torch
+@pytest.mark.parametrize("case", list(SAVED_CASES), ids=list(SAVED_CASES))
+def test_saved_attributes_match_torch(case: str) -> None:
+    fn, names = SAVED_CASES[case]
+    x = np.random.default_rng(4).standard_normal((2, 3))
+    w = np.random.default_rng(5).standard_normal((2, 3))
+    ours = fn(agrad, agrad.tensor(x, requires_grad=True), agrad.tensor(w, requires_grad=True))
+    theirs = fn(torch, torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True))
+    tensors = []
+    for name in names:
+        a, t = getattr(ours.grad_fn, "_saved_" + name), getattr(theirs.grad_fn, "_saved_" + name)
+        if hasattr(t, "detach"):
+            tensors.append(name)
+            np.testing.assert_allclose(_plain(a), _plain(t), err_msg=name)
+            assert a.requires_grad == t.requires_grad
+            assert type(getattr(ours.grad_fn, "_raw_saved_" + name)).__name__ == "SavedTensor"
+        else:
+            assert _plain(a) == _plain(t), name
+    for lib, out in ((agrad, ours), (torch, theirs)):
+        with pytest.raises(AttributeError, match="object has no attribute '_saved_nothing'"):
+            out.grad_fn._saved_nothing  # noqa: B018
+        out.sum().backward_sync() if lib is agrad else out.sum().backward()
+        for name in tensors:  # freed by the backward
+            with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+                getattr(out.grad_fn, "_saved_" + name)
+
+
+@requires_torch
+def test_saved_inputs_are_the_tensors_and_unsaved_are_none_as_torch() -> None:
+    for lib in (agrad, torch):
+        x = lib.ones(3, requires_grad=True)
+        w = lib.ones(3) * 2
+        y = x * w
+        assert y.grad_fn._saved_other is w and y.grad_fn._saved_self is None  # w needs no grad: x not saved
+        e = x.exp()
+        assert e.grad_fn._saved_result.grad_fn is e.grad_fn
+        with pytest.raises(AttributeError, match="object has no attribute '_saved_self'"):
+            (x + w).grad_fn._saved_self  # noqa: B018
+        with pytest.raises(AttributeError):
+            (x * 1).grad_fn.next_functions[0][0]._saved_variable  # noqa: B018  # AccumulateGrad
+        with pytest.raises(RuntimeError, match="with value None is forbidden"):
+            y.grad_fn._raw_saved_self.register_hooks(lambda t: t, lambda t: t)
+        y.sum().backward_sync() if lib is agrad else y.sum().backward()
+        assert y.grad_fn._saved_self is None  # never saved: still None
+        with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+            y.grad_fn._saved_other  # noqa: B018
+
+
+@requires_torch
+def test_raw_saved_register_hooks_matches_torch() -> None:
+    grads, packed = {}, {}
+    for lib in (agrad, torch):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        w = lib.tensor([4.0, 5.0, 6.0], requires_grad=True)
+        y = (x * w).sin()
+        calls = packed[lib.__name__] = []
+        raw = y.grad_fn.next_functions[0][0]._raw_saved_other
+        raw.register_hooks(lambda t, calls=calls: calls.append(t.tolist()) or t * 2, lambda t: t)
+        with pytest.raises(RuntimeError, match="hooks have already been set"):
+            raw.register_hooks(lambda t: t, lambda t: t)
+        y.sum().backward_sync() if lib is agrad else y.sum().backward()
+        grads[lib.__name__] = (x.grad.tolist(), w.grad.tolist())
+    assert packed["agrad"] == packed["torch"] == [[4.0, 5.0, 6.0]]
+    np.testing.assert_allclose(grads["agrad"], grads["torch"])
