@@ -56,7 +56,14 @@ from agrad._dtype import (
     uint8,
 )
 from agrad._engine._options import get_num_interop_threads, set_num_interop_threads
-from agrad._grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from agrad._grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from agrad._graph._anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from agrad._ops import _elementwise, _linalg, _reductions, _shape
 from agrad._ops._elementwise import *  # noqa: F403
@@ -98,7 +105,7 @@ __all__ = [
     "manual_seed", "get_rng_state", "set_rng_state", "Generator", "device", "dtype", "float16", "float32",
     "float64", "int8", "int16", "int32", "int64", "uint8", "bool", "float", "double", "half", "long", "int",
     "get_default_dtype", "set_default_dtype",
-    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode", "is_inference_mode_enabled",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "softmax", "is_tensor",
     "get_num_interop_threads", "set_num_interop_threads",
     "autograd", "cuda", "linalg", "nn", "random", "utils",

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import math
+import warnings
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -11,7 +14,9 @@ import numpy as np
 from agrad import _dtype
 from agrad._backends import canonical, transfer
 from agrad._device import CPU
-from agrad._tensor import Tensor
+from agrad._errors import out_of_memory
+from agrad._grad_mode import grad_enabled
+from agrad._tensor import Tensor, mark_inference
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange", "linspace", "eye",
@@ -50,16 +55,37 @@ def _finish(data: np.ndarray, requires_grad: bool, device: Any) -> Tensor:
     random tensors are the same on every device for one seed)."""
     if device is not None and (dev := canonical(device)) is not CPU:
         data = transfer(data, dev)
-    t = Tensor._make(data)
+    t = mark_inference(Tensor._make(data))  # Note [Inference tensors]
     if requires_grad:
         t.requires_grad_(True)
     return t
 
 
-def _size(size: Sequence[Any]) -> tuple[int, ...]:
+def _size(size: Sequence[Any], factory: str | None = None) -> tuple[int, ...]:
+    """A factory's size argument as a tuple, with PyTorch's error for a negative
+    dimension (``zeros`` words it its own way)."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    return tuple(int(s) for s in size)
+    out = tuple(int(s) for s in size)
+    if any(s < 0 for s in out):
+        if factory == "zeros":
+            raise RuntimeError("zeros: Dimension size must be non-negative.")
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(out)}: {list(out)}")
+    return out
+
+
+def _allocating(factory: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """``factory`` with numpy's ``MemoryError`` raised as PyTorch's RuntimeError
+    (Note [Translating numpy's errors])."""
+
+    @functools.wraps(factory)
+    def allocate(*args: Any, **kwargs: Any) -> Tensor:
+        try:
+            return factory(*args, **kwargs)
+        except MemoryError as exc:
+            raise out_of_memory(exc, factory.__name__) from None
+
+    return allocate
 
 
 def _np_dtype(dtype: Any, default: _dtype.dtype | None = None) -> np.dtype:
@@ -68,47 +94,103 @@ def _np_dtype(dtype: Any, default: _dtype.dtype | None = None) -> np.dtype:
     return _dtype.to_dtype(dtype).np
 
 
-def _infer(data: Any) -> np.ndarray:
+# Note [One cast from Python numbers]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A Python float is a double.  ``tensor([0.1], dtype=float64)`` must hold the
+# double 0.1, so Python data is read at full precision (floats as float64,
+# ints as int64) and cast once, to the requested dtype or else to the one
+# PyTorch infers (the default dtype for floats).  Casting to the default dtype
+# first would round 0.1 to float32 and turn 1e300 into inf on the way.  A
+# float too large for a floating dtype becomes inf silently, as in PyTorch;
+# integer dtypes are range-checked (Note [Checked scalar conversion]).
+def _tensors_as_scalars(data: Any) -> Any:
+    """Nested lists with every tensor in them replaced by its one value, as
+    PyTorch reads ``tensor([a, b])``: a tensor of more than one element is
+    refused, values that require grad are copied with one warning when grad
+    mode is on (numpy would instead stack multi-element tensors and refuse the
+    others).  A float tensor's value counts as a Python float (PyTorch keeps
+    its dtype)."""
+    grads: list[bool] = []
+
+    def scalars(x: Any) -> Any:
+        if isinstance(x, Tensor):
+            if x._data.size != 1:
+                raise ValueError("only one element tensors can be converted to Python scalars")
+            grads.append(x.requires_grad)
+            return x.item()
+        if isinstance(x, (list, tuple)) and any(isinstance(e, (Tensor, list, tuple)) for e in x):
+            return [scalars(e) for e in x]
+        return x
+
+    out = scalars(data)
+    if any(grads) and grad_enabled.get():
+        warnings.warn(
+            "Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+            "Consider using tensor.detach() first.",
+            UserWarning,
+            stacklevel=4,
+        )
+    return out
+
+
+def _infer(data: Any) -> tuple[np.ndarray, np.dtype]:
+    """``data`` as an array holding its values exactly, and the dtype PyTorch
+    infers for it.  See Note [One cast from Python numbers]."""
     if isinstance(data, Tensor):
-        return data._data
+        return data._data, data._data.dtype
     if isinstance(data, (np.ndarray, np.generic)):  # numpy arrays and scalars keep their dtype
         _dtype.from_numpy_dtype(data.dtype)
-        return np.asarray(data)
-    arr = np.asarray(data)
+        arr = np.asarray(data)
+        return arr, arr.dtype
+    arr = np.asarray(_tensors_as_scalars(data))
     if arr.dtype.kind == "f":
-        return arr.astype(_dtype.get_default_dtype().np)
+        return arr, _dtype.get_default_dtype().np
     if arr.dtype.kind in "iu":
-        return arr.astype(np.int64)
+        return arr, np.dtype(np.int64)
     if arr.dtype.kind == "b":
-        return arr
+        return arr, arr.dtype
     raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+
+
+def _cast(arr: np.ndarray, np_dtype: np.dtype, copy: bool) -> np.ndarray:
+    """``arr`` as ``np_dtype``; an overflowing float is inf, silently, as in PyTorch."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return arr.astype(np_dtype, copy=copy)
 
 
 def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Build a tensor by copying ``data`` (nested lists, numbers, arrays or tensors).
 
     Python floats become the default dtype (``float32``), ints ``int64``,
-    bools ``bool``; numpy arrays keep their dtype.
+    bools ``bool``; numpy arrays keep their dtype.  With ``dtype``, Python
+    numbers are converted to it directly, at full precision.
 
     Example::
 
         >>> agrad.tensor([1.0, 2.0], requires_grad=True)
         tensor([1., 2.], requires_grad=True)
+        >>> agrad.tensor([0.1], dtype=agrad.float64).item()
+        0.1
     """
     if isinstance(data, Tensor) and not data.is_cpu:  # copied where it is, as in PyTorch
         t = data.detach().to(data.dtype if dtype is None else dtype, copy=True)
         t = t if device is None else t.to(device)
         return t.requires_grad_(requires_grad) if requires_grad else t
-    arr = np.array(_infer(data), dtype=None if dtype is None else _np_dtype(dtype), copy=True)
-    return _finish(arr, requires_grad, device)
+    arr, inferred = _infer(data)
+    if dtype is None:
+        return _finish(_cast(arr, inferred, copy=True), requires_grad, device)
+    dt = _dtype.to_dtype(dtype)
+    if not isinstance(data, (Tensor, np.ndarray, np.generic)):  # Python numbers are range-checked
+        _dtype.check_values(arr, dt)
+    return _finish(_cast(arr, dt.np, copy=True), requires_grad, device)
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """Like :func:`tensor` but shares memory with ``data`` where it can."""
     if isinstance(data, Tensor):
         return data.to(data.dtype if dtype is None else dtype, device)
-    arr = _infer(data)
-    return _finish(arr if dtype is None else arr.astype(_np_dtype(dtype), copy=False), False, device)
+    arr, inferred = _infer(data)
+    return _finish(_cast(arr, inferred if dtype is None else _np_dtype(dtype), copy=False), False, device)
 
 
 def from_numpy(ndarray: np.ndarray) -> Tensor:
@@ -116,32 +198,43 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     _dtype.from_numpy_dtype(ndarray.dtype)
-    return Tensor._make(ndarray)
+    return mark_inference(Tensor._make(ndarray))
 
 
+@_allocating
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros of the given size."""
-    return _finish(np.zeros(_size(size), _np_dtype(dtype)), requires_grad, device)
+    return _finish(np.zeros(_size(size, "zeros"), _np_dtype(dtype)), requires_grad, device)
 
 
+@_allocating
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones of the given size."""
     return _finish(np.ones(_size(size), _np_dtype(dtype)), requires_grad, device)
 
 
+@_allocating
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """An uninitialised tensor of the given size."""
     return _finish(np.empty(_size(size), _np_dtype(dtype)), requires_grad, device)
 
 
+@_allocating
 def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
     """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from it)."""
     if dtype is None:
         dtype = _dtype.result_type([], [], [fill_value])
-    return _finish(np.full(_size((size,)), fill_value, _np_dtype(dtype)), requires_grad, device)
+    return _finish(_filled(_size((size,)), fill_value, _dtype.to_dtype(dtype)), requires_grad, device)
 
 
+def _filled(shape: tuple[int, ...], fill_value: Any, dt: _dtype.dtype) -> np.ndarray:
+    """An array of ``fill_value`` converted straight to ``dt``, overflow checked
+    as PyTorch does (Note [Checked scalar conversion])."""
+    return np.full(shape, _dtype.convert_scalar(fill_value, dt), dt.np)
+
+
+@_allocating
 def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None,
            requires_grad: bool = False) -> Tensor:
     """Values from ``start`` to ``end`` (exclusive) by ``step``; int64 for integer arguments."""
@@ -151,18 +244,31 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
         dtype = _dtype.result_type([], [], [start, end, step])
         if dtype is _dtype.bool:
             dtype = _dtype.int64
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {start} -> {end}")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     return _finish(np.arange(start, end, step, dtype=_np_dtype(dtype)), requires_grad, device)
 
 
+@_allocating
 def linspace(start: float, end: float, steps: int, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
     return _finish(np.linspace(start, end, steps, dtype=_np_dtype(dtype)), requires_grad, device)
 
 
+@_allocating
 def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
         requires_grad: bool = False) -> Tensor:
     """A 2-D tensor with ones on the diagonal."""
+    for name, k in (("n", n), ("m", m)):
+        if k is not None and k < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {k}")
     return _finish(np.eye(n, m, dtype=_np_dtype(dtype)), requires_grad, device)
 
 
@@ -180,6 +286,7 @@ def _rng(generator: Generator | None) -> np.random.Generator:
     return (generator or default_generator)._rng
 
 
+@_allocating
 def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
     """Uniform samples on ``[0, 1)``."""
@@ -187,6 +294,7 @@ def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, devi
     return _finish(data, requires_grad, device)
 
 
+@_allocating
 def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
           requires_grad: bool = False) -> Tensor:
     """Standard normal samples."""
@@ -194,12 +302,15 @@ def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, dev
     return _finish(data, requires_grad, device)
 
 
+@_allocating
 def randint(low: int, high: int | None = None, size: Sequence[int] = (), *, generator: Generator | None = None,
             dtype: Any = None, device: Any = None) -> Tensor:
     """Integers uniform on ``[low, high)``; int64 by default."""
-    if high is None:
-        low, high = 0, low
-    data = _rng(generator).integers(low, high, size=tuple(size)).astype(_np_dtype(dtype, _dtype.int64))
+    if high is None or isinstance(high, (tuple, list)):  # randint(high, size)
+        low, high, size = 0, low, size if high is None else high
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    data = _rng(generator).integers(low, high, size=_size((size,))).astype(_np_dtype(dtype, _dtype.int64))
     return _finish(data, False, device)
 
 
@@ -212,27 +323,33 @@ def _like(t: Tensor, dtype: Any) -> np.dtype:
     return t._data.dtype if dtype is None else _np_dtype(dtype)
 
 
+@_allocating
 def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Zeros with ``input``'s shape and dtype."""
     return _finish(np.zeros(input.shape, _like(input, dtype)), requires_grad, _where(input, device))
 
 
+@_allocating
 def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Ones with ``input``'s shape and dtype."""
     return _finish(np.ones(input.shape, _like(input, dtype)), requires_grad, _where(input, device))
 
 
+@_allocating
 def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Uninitialised, with ``input``'s shape and dtype."""
     return _finish(np.empty(input.shape, _like(input, dtype)), requires_grad, _where(input, device))
 
 
+@_allocating
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
     """``fill_value`` with ``input``'s shape and dtype."""
-    return _finish(np.full(input.shape, fill_value, _like(input, dtype)), requires_grad, _where(input, device))
+    dt = input.dtype if dtype is None else _dtype.to_dtype(dtype)
+    return _finish(_filled(input.shape, fill_value, dt), requires_grad, _where(input, device))
 
 
+@_allocating
 def rand_like(input: Tensor, *, generator: Generator | None = None, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
     """Uniform samples with ``input``'s shape and dtype."""
@@ -240,6 +357,7 @@ def rand_like(input: Tensor, *, generator: Generator | None = None, dtype: Any =
     return _finish(data, requires_grad, _where(input, device))
 
 
+@_allocating
 def randn_like(input: Tensor, *, generator: Generator | None = None, dtype: Any = None, device: Any = None,
                requires_grad: bool = False) -> Tensor:
     """Normal samples with ``input``'s shape and dtype."""

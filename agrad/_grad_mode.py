@@ -15,20 +15,115 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+import warnings
+from collections.abc import AsyncGenerator, Callable, Generator
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode"]
+__all__ = [
+    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+    "is_inference_mode_enabled",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 grad_enabled: ContextVar[bool] = ContextVar("agrad_grad_enabled", default=True)
+# See Note [Inference tensors] in agrad/_tensor.py.
+inference_enabled: ContextVar[bool] = ContextVar("agrad_inference_mode", default=False)
 
 
 def is_grad_enabled() -> bool:
     """Return whether gradient recording is enabled in the current context."""
     return grad_enabled.get()
+
+
+def is_inference_mode_enabled() -> bool:
+    """Return whether inference mode is enabled in the current context."""
+    return inference_enabled.get()
+
+
+# Note [Decorated generators]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A generator's body runs a piece at a time, each time its caller resumes it,
+# in the caller's context.  Entering the mode around the call that *creates*
+# the generator would do nothing for the body.  As PyTorch's _wrap_generator,
+# the wrapper enters a fresh mode around each resumption (send, throw, close)
+# and leaves it before handing the value out, so the mode holds exactly while
+# the body runs and the caller's own mode is untouched between items.  agrad
+# does the same for async generators and, for coroutine functions, holds the
+# mode for the whole coroutine (PyTorch only creates the coroutine under it).
+def _wrap_generator(factory: Callable[[], AbstractContextManager[Any]], fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def generator_context(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
+        gen = fn(*args, **kwargs)
+        try:
+            with factory():
+                response = gen.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with factory():
+                        gen.close()
+                    raise
+                except BaseException as exc:
+                    with factory():
+                        response = gen.throw(exc)
+                else:
+                    with factory():
+                        response = gen.send(request)
+        except StopIteration as stop:
+            return stop.value
+
+    return generator_context
+
+
+def _wrap_async_generator(factory: Callable[[], AbstractContextManager[Any]],
+                          fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    async def async_generator_context(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
+        gen = fn(*args, **kwargs)
+        try:
+            with factory():
+                response = await gen.asend(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with factory():
+                        await gen.aclose()
+                    raise
+                except BaseException as exc:
+                    with factory():
+                        response = await gen.athrow(exc)
+                else:
+                    with factory():
+                        response = await gen.asend(request)
+        except StopAsyncIteration:
+            return
+
+    return async_generator_context
+
+
+def _decorate(factory: Callable[[], AbstractContextManager[Any]], fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` run under a fresh ``factory()`` context (Note [Decorated generators])."""
+    if inspect.isgeneratorfunction(fn):
+        return _wrap_generator(factory, fn)
+    if inspect.isasyncgenfunction(fn):
+        return _wrap_async_generator(factory, fn)
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            with factory():
+                return await fn(*args, **kwargs)
+        return async_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with factory():
+            return fn(*args, **kwargs)
+    return wrapper
 
 
 class _GradModeContext:
@@ -50,18 +145,17 @@ class _GradModeContext:
         return self.__class__()
 
     def __call__(self, fn: F) -> F:
-        if inspect.iscoroutinefunction(fn):
-            @functools.wraps(fn)
-            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                with self.clone():
-                    return await fn(*args, **kwargs)
-            return async_wrapper  # type: ignore[return-value]
-
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with self.clone():
-                return fn(*args, **kwargs)
-        return wrapper  # type: ignore[return-value]
+        if inspect.isclass(fn):
+            warnings.warn(
+                "Decorating classes is deprecated and will be disabled in future versions. You should only "
+                "decorate functions or methods. To preserve the current behavior of class decoration, you can "
+                "directly decorate the `__init__` method and nothing else.",
+                FutureWarning,
+                stacklevel=2,
+            )
+            cls = fn
+            fn = lambda *args, **kwargs: cls(*args, **kwargs)  # type: ignore[assignment]  # noqa: E731
+        return _decorate(self.clone, fn)  # type: ignore[return-value]
 
 
 class _BareDecoratorContext(_GradModeContext):
@@ -80,7 +174,8 @@ class no_grad(_BareDecoratorContext):
     """Context manager and decorator that disables gradient recording.
 
     Only the current task's context is affected (see Note [Ambient state in
-    contextvars]).  Works on plain and ``async def`` functions.
+    contextvars]).  Works on plain and ``async def`` functions and on
+    generators (Note [Decorated generators]).
 
     Example::
 
@@ -130,10 +225,20 @@ class set_grad_enabled(_GradModeContext):
 
 
 class inference_mode(_GradModeContext):
-    """Like :class:`no_grad` (``mode=True``) or :class:`enable_grad` (``mode=False``).
+    """Context manager and decorator for inference mode.
 
-    agrad has no separate inference-tensor kind; inference mode disables
-    recording exactly as ``no_grad`` does.
+    ``inference_mode()`` (``mode=True``) disables recording as :class:`no_grad`
+    does and, besides, makes every tensor created inside an *inference
+    tensor* (see Note [Inference tensors] in ``agrad/_tensor.py``);
+    ``inference_mode(False)`` leaves inference mode and enables recording, as
+    PyTorch's ``InferenceMode(false)`` guard does.
+
+    Example::
+
+        >>> with agrad.inference_mode():
+        ...     y = agrad.ones(2) * 2
+        >>> y.is_inference(), agrad.is_inference_mode_enabled()
+        (True, False)
     """
 
     def __new__(cls, mode: Any = True) -> Any:
@@ -143,7 +248,18 @@ class inference_mode(_GradModeContext):
 
     def __init__(self, mode: bool = True) -> None:
         super().__init__()
+        self.mode = mode
         self._mode = not mode
+        self._prev_inference: list[bool] = []
+
+    def __enter__(self) -> None:
+        self._prev_inference.append(inference_enabled.get())
+        inference_enabled.set(self.mode)
+        super().__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        super().__exit__(*exc)
+        inference_enabled.set(self._prev_inference.pop())
 
     def clone(self) -> "inference_mode":
-        return inference_mode(not self._mode)
+        return inference_mode(self.mode)

@@ -19,6 +19,7 @@ import numpy as np
 from agrad import _dtype
 from agrad._backends import device_of
 from agrad._device import CPU, device
+from agrad._grad_mode import grad_enabled, inference_enabled
 from agrad.utils.hooks import RemovableHandle, _add_hook
 
 if TYPE_CHECKING:
@@ -27,6 +28,35 @@ if TYPE_CHECKING:
 __all__ = ["Tensor"]
 
 _ndarray = np.ndarray
+
+
+# Note [Inference tensors]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# As in PyTorch, a tensor created under ``inference_mode()`` (by a factory or
+# by an op that is not a view of a normal tensor) is an *inference tensor*: it
+# has no version counter (``_version`` raises), it cannot be saved for
+# backward, written in place or set to require grad outside inference mode.
+# agrad marks one by the *type* of its version counter: an InferenceCounter,
+# which views share as they share any counter, so views of an inference tensor
+# are inference tensors and views of a normal tensor made in inference mode
+# are normal, as in PyTorch, and no per-tensor field or hot-path check is
+# added.  Its count still moves (in-place writes inside inference mode) but
+# nothing reads it: nothing saved ever holds an inference tensor.  Ops mark
+# their results only when they do not record (``_ops/_registry.apply``), so
+# under ``enable_grad()`` nested in ``inference_mode()`` agrad records a graph
+# of normal tensors where PyTorch records nothing: a deliberate difference
+# that keeps the mode check off the recording path.
+class InferenceCounter(list):  # type: ignore[type-arg]
+    """The version counter of an inference tensor (Note [Inference tensors])."""
+
+    __slots__ = ()
+
+
+def mark_inference(t: "Tensor") -> "Tensor":
+    """Make ``t`` (a fresh, non-view tensor) an inference tensor if inference mode is on."""
+    if inference_enabled.get():
+        t._version_counter = InferenceCounter([0])
+    return t
 
 
 class Tensor:
@@ -146,7 +176,7 @@ class Tensor:
                 )
             from agrad._backends import transfer
             return transfer(self._data, CPU)
-        if self.requires_grad and not force:
+        if self.requires_grad and not force and grad_enabled.get():  # allowed under no_grad, as in PyTorch
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
             )
@@ -209,6 +239,8 @@ class Tensor:
             )
         if requires_grad and self._data.dtype.kind != "f":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if requires_grad and type(self._version_counter) is InferenceCounter and not inference_enabled.get():
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self._requires_grad = bool(requires_grad)
         return self
 
@@ -239,12 +271,39 @@ class Tensor:
         if self._view_version == self._version_counter[0]:
             return
         self._view_version = self._version_counter[0]
-        base = self._base
-        if base.requires_grad:  # type: ignore[union-attr]
-            from agrad._grad_mode import enable_grad
-            with enable_grad():
-                fresh = self._view_fn[1](base)  # type: ignore[index]
-            self._grad_fn, self._output_nr = fresh._grad_fn, fresh._output_nr
+        if self._base.requires_grad:  # type: ignore[union-attr]
+            self._set_grad_fn(*self._view_history())
+
+    def _view_history(self) -> tuple["Node | None", int]:
+        """``(grad_fn, output_nr)`` of this view's op(s) replayed on its base's current history."""
+        if not self._base.requires_grad:  # type: ignore[union-attr]
+            return self._grad_fn, self._output_nr
+        from agrad._grad_mode import enable_grad
+        with enable_grad():
+            fresh = self._view_fn[1](self._base)  # type: ignore[index]
+        return fresh._grad_fn, fresh._output_nr
+
+    # Note [Hooks when grad_fn changes]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # An in-place op, a custom Function's mark_dirty or a view's regeneration
+    # gives a tensor a new grad_fn.  As PyTorch's
+    # ``update_tensor_hooks_on_new_gradfn``: hooks registered before stay on
+    # the old node (they fire only if a backward still runs it, with the
+    # gradient of the old value; for a view modified in place nothing runs it,
+    # since CopySlices bypasses it: Note [CopySlices]), hooks registered after
+    # go to the new node, and ``retain_grad()`` moves to the new node.
+    def _set_grad_fn(self, node: "Node | None", output_nr: int) -> None:
+        """Point this tensor at a new ``grad_fn``; see Note [Hooks when grad_fn changes]."""
+        old, old_nr = self._grad_fn, self._output_nr
+        self._grad_fn, self._output_nr = node, output_nr
+        if self._retains_grad:
+            self._retains_grad = False
+            if old is not None and old._retains_grad is not None:
+                old._retains_grad.pop(old_nr, None)
+                if not old._retains_grad:
+                    old._retains_grad = None
+            if node is not None:
+                self.retain_grad()
 
     @property
     def output_nr(self) -> int:
@@ -252,7 +311,22 @@ class Tensor:
 
     @property
     def _version(self) -> int:
+        if type(self._version_counter) is InferenceCounter:
+            raise RuntimeError("Inference tensors do not track version counter.")
         return self._version_counter[0]
+
+    def is_inference(self) -> bool:
+        """Whether this is an inference tensor (Note [Inference tensors])."""
+        return type(self._version_counter) is InferenceCounter
+
+    def _check_inplace_allowed(self) -> None:
+        """Refuse an in-place write into an inference tensor outside inference mode."""
+        if type(self._version_counter) is InferenceCounter and not inference_enabled.get():
+            raise RuntimeError(
+                "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to "
+                "get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for "
+                "more details."
+            )
 
     def _bump_version(self) -> None:
         self._version_counter[0] += 1
@@ -280,6 +354,8 @@ class Tensor:
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got {type(value).__name__}")
+            if value is self:
+                raise RuntimeError("can't assign Variable as its own grad")
             if value.shape != self.shape:
                 raise RuntimeError(
                     f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor of "
@@ -304,6 +380,10 @@ class Tensor:
 
     @data.setter
     def data(self, value: "Tensor") -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+        if self.requires_grad and value._data.dtype.kind not in "fc":
+            raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
         self._data = value._data
 
     def detach(self) -> "Tensor":
@@ -311,7 +391,10 @@ class Tensor:
         return self._alias()
 
     def detach_(self) -> "Tensor":
-        """Detach this tensor from the graph in place, making it a leaf."""
+        """Detach this tensor from the graph in place, making it a leaf (not for views)."""
+        if self._base is not None:
+            # PyTorch's message goes on about DDP's bucket views, which agrad has not.
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         self._grad_fn = None
         self._output_nr = 0
         self._requires_grad = False
@@ -319,6 +402,8 @@ class Tensor:
 
     def retain_grad(self) -> None:
         """Keep ``.grad`` for this non-leaf tensor during backward (no-op on leaves)."""
+        if self._base is not None:
+            self._refresh_view()  # retain the current history's gradient (Note [View grad_fn regeneration])
         if self._grad_fn is None:
             if not self._requires_grad:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
@@ -339,6 +424,8 @@ class Tensor:
         """
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._base is not None:
+            self._refresh_view()  # hook the current history (Note [Hooks when grad_fn changes])
         if self._grad_fn is None:
             return _add_hook(self._leaf_hooks(), hook)
         return _add_hook(self._grad_fn._tensor_hooks(self._output_nr), hook)

@@ -107,7 +107,9 @@ def single_input_meta(data: Any) -> tuple[tuple[tuple[int, ...], Any, Any]]:
 # when it holds only shapes and attributes (a table op's; a custom
 # Function's is always a list).  A backward that does not keep the graph
 # frees the list (PyTorch's ``release_variables``) but keeps the tuple: a node
-# that saved no tensor can be backpropagated again, as in PyTorch.  The type
+# that saved no tensor can be backpropagated again, as in PyTorch.  An op
+# declared ``release`` (``defop``) keeps a list whatever it saved, as PyTorch
+# frees the indices of an index_put and the function of a CopySlices.  The type
 # says which at no cost, so the engine releases inline, with one check.
 class Node:
     """A backward function of the graph (mirrors ``torch.autograd.graph.Node``).
@@ -200,6 +202,8 @@ class Node:
 
 
     def __call__(self, *grads: Any) -> Any:
+        if len(grads) != len(self._input_meta):
+            raise TypeError(f"expected {len(self._input_meta)} arguments, got {len(grads)} instead")
         out = self.apply(list(grads), None)  # type: ignore[arg-type]
         return out[0] if len(out) == 1 else tuple(out)
 
@@ -302,6 +306,23 @@ _FREED = (
 )
 
 
+# Note [Saved tensors detached in place]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A saved input keeps the tensor itself, so ``detach_()`` on it afterwards cuts
+# the history a ``create_graph`` backward would record through.  As PyTorch's
+# SavedVariable, an input that had a grad_fn when saved (``is_leaf`` False)
+# and has none when unpacked is refused, whether or not the graph is needed.
+_DETACHED = ("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is not "
+             "supported, please use out-of-place `.detach()` instead")
+
+
+_INFERENCE_SAVED = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in "
+    "computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use it "
+    "in autograd, or use `agrad.no_grad()` instead of `agrad.inference_mode()`."
+)
+
+
 class SavedTensor:
     """A tensor saved for backward, with the version it had when saved.
 
@@ -315,10 +336,13 @@ class SavedTensor:
     # ``hooked`` is set only under hooks: (unpack_hook, packed, the graph node
     # the unpacked tensor re-attaches to).  Unset otherwise, so that the common
     # path pays for one ContextVar.get and nothing more.
-    __slots__ = ("tensor", "version", "is_output", "output_nr", "hooked")
+    __slots__ = ("tensor", "version", "is_output", "output_nr", "is_leaf", "hooked")
 
     def __init__(self, tensor: "Tensor", is_output: bool = False, output_nr: int = 0) -> None:
+        if type(tensor._version_counter) is not list and tensor.is_inference():  # Note [Inference tensors]
+            raise RuntimeError(_INFERENCE_SAVED)
         self.version = tensor._version_counter[0]
+        self.is_leaf = tensor._grad_fn is None  # Note [Saved tensors detached in place]
         self.is_output = is_output
         self.output_nr = output_nr
         hooks = _current_hooks()  # Note [Saved tensor hooks]
@@ -361,6 +385,8 @@ class SavedTensor:
             return self._unpack_hooked(node)
         if t._version_counter[0] != self.version:
             raise RuntimeError(self._modified_message(t))
+        if not self.is_leaf and not self.is_output and t._grad_fn is None:
+            raise RuntimeError(_DETACHED)
         if self.is_output and node is not None and grad_enabled.get():
             return t._alias(grad_fn=node, output_nr=self.output_nr)
         return t

@@ -36,12 +36,13 @@ from typing import Any
 
 import numpy as np
 
-from agrad import _backends, _dtype
+from agrad import _backends, _dtype, _errors
 from agrad._device import CPU
 from agrad._grad_mode import grad_enabled
 from agrad._graph._anomaly import anomaly_enabled
 from agrad._graph._node import _FREED, Node, SavedTensor, before_in_place, single_input_meta
-from agrad._tensor import Tensor
+from agrad._ops._memory import writable_target, write_through
+from agrad._tensor import Tensor, mark_inference
 
 __all__ = ["OpDef", "defop", "apply", "identity", "REGISTRY"]
 
@@ -86,6 +87,8 @@ class OpDef:
     # ``(inputs, result) -> int``: the backward's work for ops whose cost is not
     # their arrays' size (matmul: FLOPs); see Note [Offload threshold].
     work: Callable[[Sequence[Tensor], Tensor], int] | None = None
+    # The saved attributes are freed with the saved tensors (Note [Saved values]).
+    release: bool = False
     public: Callable[..., Any] = field(default=None)  # type: ignore[assignment]
     # PyTorch's name of each entry of ``saved``: Note [Saved values by name].
     saved_names: tuple[str, ...] = ()
@@ -111,7 +114,8 @@ def _unpack(saved: list[Any], node: Node) -> list[Any]:
             # SavedTensor.unpack's commonest case inline: an input saved without
             # hooks and not modified since.  Anything else takes the full method.
             t = s.tensor
-            s = t if t is not None and not s.is_output and t._version_counter[0] == s.version else s.unpack(node)
+            s = (t if t is not None and not s.is_output and t._version_counter[0] == s.version
+                 and (s.is_leaf or t._grad_fn is not None) else s.unpack(node))
         elif type(s) is tuple and s and type(s[0]) is SavedTensor:
             s = tuple([x.unpack(node) for x in s])
         out.append(s)
@@ -245,7 +249,8 @@ def _constant(value: Any, np_dtype: np.dtype) -> Tensor:
     if t is None:
         if len(_CONSTANTS) >= 4096:
             _CONSTANTS.clear()
-        arr = np.asarray(value, dtype=np_dtype)
+        with np.errstate(over="ignore", invalid="ignore"):  # 1e300 in float32 is inf, silently, as in PyTorch
+            arr = np.asarray(value, dtype=np_dtype)
         arr.flags.writeable = False
         t = _CONSTANTS[key] = Tensor._make(arr)
     return t
@@ -374,21 +379,32 @@ def apply(op: OpDef, args: Sequence[Any], attrs: dict[str, Any]) -> Tensor:
         dev = CPU
     else:
         tensors, arrays, dev = _coerce(op, args)
-    if dev is CPU:
-        xp = np
-        out = op.forward(np, *arrays, **attrs) if attrs else op.forward(np, *arrays)
-        if type(out) is not _ndarray:
-            out = _as_array(out, np)
-    else:
-        xp = _backends.backend(dev.type).xp
-        with _backends.on(dev):
-            out = op.forward(xp, *arrays, **attrs)
+    try:
+        if dev is CPU:
+            xp = np
+            out = op.forward(np, *arrays, **attrs) if attrs else op.forward(np, *arrays)
             if type(out) is not _ndarray:
-                out = _as_array(out, xp)
+                out = _as_array(out, np)
+        else:
+            xp = _backends.backend(dev.type).xp
+            with _backends.on(dev):
+                out = op.forward(xp, *arrays, **attrs)
+                if type(out) is not _ndarray:
+                    out = _as_array(out, xp)
+    except (ValueError, IndexError, TypeError, ZeroDivisionError, MemoryError) as exc:
+        # Note [Translating numpy's errors]: free unless the kernel raised.
+        err = _errors.translate(exc, op.name, [a.shape for a in arrays], attrs)
+        if err is None:
+            raise
+        raise err from None
     result = Tensor._make(out)
     if op.view and out.base is not None and arrays[0] is tensors[0]._data and xp.may_share_memory(out, arrays[0]):
         _make_view(op, attrs, tensors[0], result, xp)
-    if op.vjps is None or not grad_enabled.get():
+    if not grad_enabled.get():
+        if result._base is None:
+            mark_inference(result)  # Note [Inference tensors]
+        return result
+    if op.vjps is None:
         return result
     if op.variadic:
         return _record_variadic(op, tensors, attrs, result)
@@ -530,7 +546,7 @@ def _save_plans(op: OpDef) -> tuple[tuple[tuple[tuple[int, Any], ...], bool], ..
     for mask in range(1 << len(op.inputs)):
         used = {k for i, idx in enumerate(op.vjp_args) if mask >> i & 1 for k in idx}
         plan = tuple(e if k in used else (_SAVE_NOTHING, None) for k, e in enumerate(entries))
-        plans.append((plan, any(kind in (_SAVE_INPUT, _SAVE_OUTPUT) for kind, _ in plan)))
+        plans.append((plan, op.release or any(kind in (_SAVE_INPUT, _SAVE_OUTPUT) for kind, _ in plan)))
     return tuple(plans)
 
 
@@ -575,6 +591,7 @@ def _inplace(fn: Callable[..., Tensor], name: str) -> Callable[..., Tensor]:
         recording = grad_enabled.get()
         if recording and self._grad_fn is None and self._requires_grad:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        self._check_inplace_allowed()  # Note [Inference tensors]; in PyTorch's order of the checks
         base = self._base
         if recording and base is not None:
             self._refresh_view()
@@ -588,8 +605,14 @@ def _inplace(fn: Callable[..., Tensor], name: str) -> Callable[..., Tensor]:
                     "function that returns multiple views. Such functions do not allow the output views to be "
                     "modified inplace. You should replace the inplace operation by an out-of-place one."
                 )
+        target = self._data
+        if not _backends.writeable(target):  # Note [Writing into expanded tensors]
+            target = writable_target(self, name)
         src = self
-        if recording:
+        if recording and base is not None:
+            from agrad._ops._views import view_source
+            src = view_source(self)  # Note [CopySlices]
+        elif recording:
             # The new node may save the *old* value of self; give it its own copy,
             # with self's place in the graph, since self's memory is overwritten below.
             with _backends.on(self.device):
@@ -608,16 +631,16 @@ def _inplace(fn: Callable[..., Tensor], name: str) -> Callable[..., Tensor]:
         if mutating is not None:
             mutating(self)  # Note [Mutation of saved tensors]
         with _backends.on(self.device):
-            self._data[...] = result._data
+            if target is self._data:
+                target[...] = result._data
+            else:
+                write_through(target, result._data)
         self._bump_version()
         if recording and base is not None and result._grad_fn is not None:
             from agrad._ops._views import rebase_view
             rebase_view(self, result)
         elif result._grad_fn is not None:
-            retained = self._retains_grad
-            self._grad_fn, self._output_nr, self._retains_grad = result._grad_fn, result._output_nr, False
-            if retained:
-                self.retain_grad()
+            self._set_grad_fn(result._grad_fn, result._output_nr)  # Note [Hooks when grad_fn changes]
         return self
 
     method.__name__ = name
@@ -641,6 +664,7 @@ def defop(
     view: bool = False,
     work: Callable[[Sequence[Tensor], Tensor], int] | None = None,
     saved_as: dict[str, str] | None = None,
+    release: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Tensor]]:
     """Register the decorated forward as an op; return its public function.
 
@@ -669,6 +693,10 @@ def defop(
             tensors'.  See Note [Offload threshold].
         saved_as: PyTorch's names of saved values where the default rule
             differs (Note [Saved values by name]): ``{"other": "mat2"}``.
+        release: free the node's saved attributes after a backward that does
+            not keep the graph, as its saved tensors are, so that a second
+            backward through it raises as PyTorch's does (its IndexPutBackward0
+            saves the indices as tensors; its CopySlices drops its function).
     """
 
     def register(forward: Callable[..., Any]) -> Callable[..., Tensor]:
@@ -686,6 +714,7 @@ def defop(
         op.ref = ref
         op.check = dict(check or {})
         op.work = work
+        op.release = release
         if vjps is not None:
             saved: list[str] = []
             arg_names = []

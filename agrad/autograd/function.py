@@ -15,7 +15,7 @@ from typing import Any
 from agrad._backends import zeros
 from agrad._device import CPU
 from agrad._grad_mode import grad_enabled, no_grad
-from agrad._graph._node import _FREED, Node, SavedTensor, input_meta
+from agrad._graph._node import _FREED, Edge, Node, SavedTensor, input_meta
 from agrad._tensor import Tensor
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]
@@ -170,13 +170,18 @@ class Function:
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         """Run ``forward`` without recording and connect its outputs to the graph."""
+        custom_setup = inspect.getattr_static(cls, "setup_context") is not _BASE_SETUP_CONTEXT
+        if custom_setup:
+            # setup_context's ``inputs`` include forward's defaults, as PyTorch binds them.
+            bound = inspect.signature(cls.forward).bind(*args, **kwargs)
+            bound.apply_defaults()
+            args, kwargs = bound.args, bound.kwargs
         ctx = cls._backward_cls()
         is_tensor = tuple(isinstance(a, Tensor) for a in args)
         recording = grad_enabled.get() and any(t and a.requires_grad for t, a in zip(is_tensor, args))
         ctx._tensor_inputs = is_tensor
         # As in PyTorch, from the inputs alone, whatever the grad mode.
         ctx.needs_input_grad = tuple(t and a.requires_grad for t, a in zip(is_tensor, args))
-        custom_setup = inspect.getattr_static(cls, "setup_context") is not _BASE_SETUP_CONTEXT
         mode = grad_enabled.get()
         grad_enabled.set(False)
         try:
@@ -200,21 +205,24 @@ def _wrap_outputs(ctx: BackwardCFunction, args: Sequence[Any], output: Any, reco
     dirty = ctx.dirty_tensors
     non_diff = ctx.non_differentiable
     if recording:
-        ctx.set_next_edges([a._gradient_edge() if isinstance(a, Tensor) and a.requires_grad else None
-                            for a in args])
+        for d in dirty:
+            _check_dirty(d)
+        ctx.set_next_edges([_input_edge(a, dirty) for a in args])
     wrapped = []
     for i, o in enumerate(outputs):
         if not isinstance(o, Tensor):
             wrapped.append(o)
             continue
-        if any(o is d for d in dirty):
-            if recording and o._grad_fn is None and o._requires_grad:
-                raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
-        elif any(o is a for a in args):
+        is_dirty = any(o is d for d in dirty)
+        if not is_dirty and any(o is a for a in args):
             o = o._alias()  # an input returned as-is becomes a new tensor viewing it
         if recording and o._data.dtype.kind == "f" and not any(o is n for n in non_diff):
-            o._grad_fn, o._output_nr = ctx, i
-        elif not any(o is d for d in dirty):
+            if is_dirty and o._base is not None:
+                from agrad._ops._views import rebase_view
+                rebase_view(o, o._alias(ctx, i))  # Note [CopySlices]
+            else:
+                o._set_grad_fn(ctx, i)  # Note [Hooks when grad_fn changes]
+        elif not is_dirty:
             o._requires_grad = False
         wrapped.append(o)
     if recording:
@@ -230,6 +238,37 @@ def _wrap_outputs(ctx: BackwardCFunction, args: Sequence[Any], output: Any, reco
     # or every custom Function would leave a reference cycle for the GC.
     ctx.to_save = ctx.dirty_tensors = ctx.non_differentiable = ()
     return wrapped[0] if single else tuple(wrapped)
+
+
+def _check_dirty(t: Tensor) -> None:
+    """Refuse, as an in-place op does, to record a write into a leaf that requires grad or a view of one."""
+    if t._grad_fn is None and t._requires_grad:
+        raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+    base = t._base
+    if base is not None and base._grad_fn is None and base._requires_grad:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+
+
+# Note [Dirty views]
+# ~~~~~~~~~~~~~~~~~~
+# A view input marked dirty is rebased like a view written by an in-place op
+# (Note [CopySlices]): the Function's edge for it is a fresh replay of the view
+# on its base's history, so the view's old node (and the hooks on it) is
+# bypassed, and the base gets a CopySlices node whose region gradient flows
+# through the Function.  PyTorch's CopySlices assumes the dirty view is the
+# Function's *first* input and routes the base's gradient into edge 0
+# whatever that input is (a Function whose dirty view is its second argument
+# gets ``None`` for its first there); agrad routes by the actual input, which
+# is the correct gradient, and keeps that difference deliberately.
+def _input_edge(a: Any, dirty: Sequence[Tensor]) -> Edge | None:
+    """The ctx's edge for forward argument ``a``; see Note [Dirty views]."""
+    if not isinstance(a, Tensor) or not a.requires_grad:
+        return None
+    if a._base is not None and any(a is d for d in dirty):
+        fn, nr = a._view_history()
+        if fn is not None:
+            return Edge(fn, nr)
+    return a._gradient_edge()
 
 
 def _index_of(t: Tensor, items: Sequence[Any]) -> int:

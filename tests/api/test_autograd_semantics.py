@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
 import agrad
@@ -64,3 +65,313 @@ def test_materialized_zeros_require_grad_under_create_graph(create_graph):
     assert [g.tolist() for g in got] == [w.tolist() for w in want]
     assert [g.requires_grad for g in got] == [w.requires_grad for w in want]
     assert got[1].is_leaf == want[1].is_leaf
+
+
+# -- item 10: grad-mode decorators on generators, async generators, classes ------
+# Built only inside a test: set_grad_enabled(False) sets the mode as it is constructed.
+_MODE_DECORATORS = {
+    "no_grad()": (lambda lib: lib.no_grad(), False),
+    "no_grad": (lambda lib: lib.no_grad, False),
+    "enable_grad()": (lambda lib: lib.enable_grad(), True),
+    "set_grad_enabled(False)": (lambda lib: lib.set_grad_enabled(False), False),
+    "inference_mode()": (lambda lib: lib.inference_mode(), False),
+    "inference_mode(False)": (lambda lib: lib.inference_mode(False), True),
+}
+
+
+@requires_torch
+@pytest.mark.parametrize("name", list(_MODE_DECORATORS))
+@pytest.mark.parametrize("outer", [True, False])
+def test_decorated_generator_runs_under_the_mode_and_restores_it_between_items(name, outer):
+    seen = {}
+    for lib in (torch, agrad):
+        make, mode = _MODE_DECORATORS[name]
+        with lib.set_grad_enabled(outer):
+            decorator = make(lib)
+
+            @decorator
+            def gen(lib=lib):
+                received = yield lib.is_grad_enabled()
+                yield (lib.is_grad_enabled(), received)
+                return "done"
+
+            g = gen()
+            first = next(g)
+            between = lib.is_grad_enabled()
+            second = g.send("sent")
+            with pytest.raises(StopIteration) as stop:
+                next(g)
+            seen[lib] = (first, between, second, stop.value.value)
+        assert seen[lib] == (mode, outer, (mode, "sent"), "done")
+        assert lib.is_grad_enabled()
+    assert seen[agrad] == seen[torch]
+
+
+@requires_torch
+def test_decorated_generator_sees_the_mode_in_throw_and_close():
+    for lib in (torch, agrad):
+        modes = []
+
+        @lib.no_grad()
+        def gen(lib=lib, modes=modes):
+            try:
+                yield 1
+            except KeyError:
+                modes.append(("throw", lib.is_grad_enabled()))
+                yield 2
+            finally:
+                modes.append(("finally", lib.is_grad_enabled()))
+
+        g = gen()
+        next(g)
+        assert g.throw(KeyError("k")) == 2
+        g.close()
+        assert modes == [("throw", False), ("finally", False)]
+        assert lib.is_grad_enabled()
+
+
+@pytest.mark.anyio
+async def test_decorated_async_generator_and_coroutine_run_under_the_mode():
+    # PyTorch only creates the coroutine or async generator under the mode;
+    # agrad holds it while their bodies run (Note [Decorated generators]).
+    @agrad.no_grad()
+    async def agen():
+        x = agrad.ones(2, requires_grad=True)
+        received = yield (x * 2).requires_grad
+        yield agrad.is_grad_enabled(), received
+
+    @agrad.inference_mode()
+    async def coro():
+        return agrad.is_grad_enabled(), agrad.is_inference_mode_enabled()
+
+    g = agen()
+    assert await g.asend(None) is False
+    assert agrad.is_grad_enabled()
+    assert await g.asend("sent") == (False, "sent")
+    await g.aclose()
+    assert await coro() == (False, True)
+    assert agrad.is_grad_enabled() and not agrad.is_inference_mode_enabled()
+
+
+@requires_torch
+@pytest.mark.parametrize("name", ["no_grad", "enable_grad", "inference_mode"])
+def test_decorating_a_class_warns_and_constructs_under_the_mode(name):
+    for lib in (torch, agrad):
+        with pytest.warns(FutureWarning, match="Decorating classes is deprecated"):
+            @getattr(lib, name)()
+            class Probe:
+                def __init__(self, lib=lib):
+                    self.mode = lib.is_grad_enabled()
+
+        assert Probe().mode is (name == "enable_grad")
+
+
+# -- item 12: numpy() under no_grad, tensor() of tensors -------------------------
+@requires_torch
+def test_numpy_of_a_tensor_requiring_grad_is_allowed_under_no_grad():
+    for lib in (torch, agrad):
+        x = lib.ones(2, requires_grad=True)
+        with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor that requires grad"):
+            x.numpy()
+        with lib.no_grad():
+            assert x.numpy().tolist() == [1.0, 1.0]
+
+
+@requires_torch
+def test_tensor_of_one_element_tensors_copies_their_values():
+    for lib in (torch, agrad):
+        s = lib.tensor(3.0, requires_grad=True)
+        with pytest.warns(UserWarning, match="Converting a tensor with requires_grad=True to a scalar"):
+            got = lib.tensor([s, 1.0])
+        assert got.tolist() == [3.0, 1.0] and not got.requires_grad and got.dtype == lib.float32
+        with lib.no_grad():
+            assert lib.tensor([[s, s]]).tolist() == [[3.0, 3.0]]
+        assert lib.tensor([lib.tensor(3), lib.tensor(4)]).dtype == lib.int64
+        with pytest.raises(ValueError, match="only one element tensors can be converted to Python scalars"):
+            lib.tensor([lib.ones(2), lib.ones(2)])
+
+
+# -- item 13: setup_context receives forward's defaults ---------------------------
+@requires_torch
+def test_setup_context_inputs_include_forward_defaults():
+    results = {}
+    for lib in (torch, agrad):
+        seen = []
+
+        class Affine(lib.autograd.Function):
+            @staticmethod
+            def forward(x, scale=3.0, shift=1.0):
+                return x * scale + shift
+
+            @staticmethod
+            def setup_context(ctx, inputs, output, seen=seen):
+                seen.append(inputs[1:])
+                ctx.scale = inputs[1]
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * ctx.scale, None, None
+
+        x = lib.ones(2, requires_grad=True)
+        Affine.apply(x)
+        y = Affine.apply(x, shift=0.5)
+        (g,) = lib.autograd.grad(y.sum(), [x]) if lib is torch else lib.autograd.grad_sync(y.sum(), [x])
+        results[lib] = (seen, y.tolist(), g.tolist())
+    assert results[agrad] == results[torch] == ([(3.0, 1.0), (3.0, 0.5)], [3.5, 3.5], [3.0, 3.0])
+
+
+# -- item 18: inference mode and inference tensors (after PyTorch's test_autograd.py) --
+@pytest.fixture(params=["agrad", "torch"])
+def lib(request):
+    if request.param == "torch":
+        if torch is None:
+            pytest.skip("PyTorch (the test oracle) is not installed")
+        return torch
+    return agrad
+
+
+_SAVED = "Inference tensors cannot be saved for backward"
+_INPLACE = "Inplace update to inference tensor outside InferenceMode is not allowed"
+
+
+def test_inference_mode_context_manager(lib):
+    assert not lib.is_inference_mode_enabled()
+    with lib.inference_mode():
+        assert lib.is_inference_mode_enabled() and not lib.is_grad_enabled()
+        with lib.inference_mode(False):
+            assert not lib.is_inference_mode_enabled() and lib.is_grad_enabled()
+        assert lib.is_inference_mode_enabled()
+    assert not lib.is_inference_mode_enabled() and lib.is_grad_enabled()
+
+
+def test_inference_mode_decorator(lib):
+    for mode in (True, False):
+        @lib.inference_mode(mode)
+        def func(x, lib=lib, mode=mode):
+            assert lib.is_inference_mode_enabled() == mode
+            return x * x
+
+        for requires_grad in (True, False):
+            c = lib.ones(1, 2, 3, requires_grad=requires_grad)
+            d = func(c)
+            assert not mode or d.is_inference()
+            assert d.requires_grad == (requires_grad and not mode)
+
+
+def test_inference_mode_tensor_creation(lib):
+    with lib.inference_mode():
+        c = lib.ones(1, 2, 3, requires_grad=True)
+        assert c.requires_grad and c.is_inference()
+        tmp = lib.ones(1, 2, 3)
+        assert not tmp.requires_grad and tmp.is_inference()
+        tmp = lib.ones(1, 2, 3).requires_grad_(False)
+        assert not tmp.requires_grad and tmp.is_inference()
+        assert lib.tensor([1.0]).is_inference()
+    assert not lib.ones(1).is_inference()
+
+
+def test_inference_mode_existing_autograd_session(lib):
+    s = lib.ones(1, 2, 3, requires_grad=True)
+    a = s.clone()
+    out = a * a  # saves a, recorded outside inference mode
+    with lib.inference_mode():
+        a.add_(2)  # a normal tensor: its version still counts
+    assert a._version == 1
+    with pytest.raises(RuntimeError, match="one of the variables needed for gradient computation has been modified"):
+        out.backward(lib.ones_like(out)) if lib is torch else out.backward_sync(lib.ones_like(out))
+
+
+@pytest.mark.parametrize("requires_grad", [True, False])
+def test_inference_mode_inf_tensor_in_inf_mode_ops(lib, requires_grad):
+    with lib.inference_mode():
+        c = lib.ones(1, 2, 3, requires_grad=requires_grad)
+        for out in (c * c, c.view(2, 3), c[0], c.unsqueeze(0)):  # functional ops and views
+            assert out.is_inference() and not out.requires_grad
+        c.add_(2)  # in place, inside inference mode: allowed
+        c.view(-1)[0:1].mul_(2)
+        assert c.is_inference() and c.requires_grad == requires_grad
+        with pytest.raises(RuntimeError, match="Inference tensors do not track version counter"):
+            _ = c._version
+
+
+@pytest.mark.parametrize("requires_grad", [True, False])
+def test_inference_mode_inf_tensor_in_normal_mode(lib, requires_grad):
+    with lib.inference_mode():
+        c = lib.ones(2, 3, requires_grad=requires_grad)
+    assert not c.exp().is_inference()  # a functional op outside inference mode makes a normal tensor
+    assert c.view(6).is_inference() and c[0:1].is_inference() and c.detach().is_inference()
+    assert not c.clone().is_inference()
+    before = c.tolist()
+    # A leaf that requires grad is refused as such first, as in PyTorch.
+    leaf = "a leaf Variable that requires grad" if requires_grad else _INPLACE
+    for write, refusal in ((lambda: c.add_(1), leaf), (lambda: c.view(6).mul_(2), _INPLACE),
+                           (lambda: c.__setitem__(0, 5.0), _INPLACE)):
+        with pytest.raises(RuntimeError, match=refusal):
+            write()
+        if lib is agrad:
+            assert c.tolist() == before  # nothing half-applied (PyTorch writes, then raises)
+    with pytest.raises(RuntimeError, match="Setting requires_grad=True on inference tensor outside InferenceMode"):
+        c.detach().requires_grad_()
+    c.detach().requires_grad_(False)
+
+
+def test_inference_tensors_cannot_be_saved_for_backward(lib):
+    with lib.inference_mode():
+        i = lib.ones(2, 3)
+    x = lib.ones(2, 3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=_SAVED):
+        x * i
+    with pytest.raises(RuntimeError, match=_SAVED):
+        x.clone().mul_(i)
+    y = x + i  # add saves neither input
+    (y.sum().backward() if lib is torch else y.sum().backward_sync())
+    assert x.grad.tolist() == [[1.0] * 3] * 2
+
+    class Saves(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(b)
+            return a * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, None
+
+    with pytest.raises(RuntimeError, match=_SAVED):
+        Saves.apply(x, i)
+    with lib.inference_mode(False):
+        with pytest.raises(RuntimeError, match=_SAVED):
+            x * i
+
+
+def test_normal_tensor_views_made_in_inference_mode_stay_normal(lib):
+    n = lib.ones(2, 3)
+    with lib.inference_mode():
+        v = n.view(6)
+        n.add_(1)
+    assert not v.is_inference() and n._version == 1
+    v.mul_(2)
+    assert n.tolist() == [[4.0] * 3] * 2
+
+
+@pytest.mark.anyio
+async def test_inference_mode_is_per_task():
+    seen = {}
+    entered = anyio.Event()
+    leave = anyio.Event()
+
+    async def inside():
+        with agrad.inference_mode():
+            entered.set()
+            await leave.wait()
+            seen["inside"] = agrad.is_inference_mode_enabled(), agrad.ones(1).is_inference()
+
+    async def beside():
+        await entered.wait()
+        seen["beside"] = agrad.is_inference_mode_enabled(), agrad.ones(1).is_inference()
+        leave.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(inside)
+        tg.start_soon(beside)
+    assert seen == {"inside": (True, True), "beside": (False, False)}
