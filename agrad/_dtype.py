@@ -16,6 +16,7 @@ default dtype (``float32``) or ``int64``.  So ``int32_tensor * 2.5`` is
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -75,6 +76,60 @@ def set_default_dtype(d: dtype) -> None:
     if not isinstance(d, dtype) or not d.is_floating_point:
         raise TypeError(f"only floating-point types are supported as the default type, got {d}")
     _default_float = d
+
+
+# Note [Checked scalar conversion]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Writing a Python number into a tensor (``full``, ``fill_``, ``t[i] = v``,
+# ``masked_fill``, a ``where`` or ``clamp`` operand) goes through PyTorch's
+# ``checked_convert``: a value outside the dtype's range raises "value cannot
+# be converted to type float without overflow" instead of becoming inf or
+# wrapping around.  Infinities may go to floating dtypes, NaN and infinities
+# never to integers, a negative int may wrap into an unsigned dtype as long as
+# its magnitude fits, and bool accepts anything.  ``tensor(data, dtype=...)``
+# checks only integer dtypes (and names them ``int8``, not ``int8_t``).
+# Arithmetic with a number (``t32 * 1e300``) is not checked: it gives inf, as
+# in PyTorch.  (PyTorch skips the check when filling a one-element half tensor;
+# agrad checks it.)
+_C_NAMES = {"float16": "c10::Half", "float32": "float", "float64": "double", "int8": "int8_t",
+            "int16": "int16_t", "int32": "int32_t", "int64": "int64_t", "uint8": "uint8_t"}
+
+
+def _overflows(value: Any, d: dtype) -> bool:
+    kind = d.np.kind
+    if kind == "b" or isinstance(value, (_builtin_bool, np.bool_)):
+        return False
+    if kind == "f":
+        return (isinstance(value, (float, np.floating)) and math.isfinite(value)
+                and abs(value) > float(np.finfo(d.np).max))
+    info = np.iinfo(d.np)
+    if isinstance(value, (float, np.floating)):
+        return not info.min <= value <= info.max  # NaN fails both comparisons
+    value = int(value)
+    return value > info.max or (-value > info.max if kind == "u" else value < info.min)
+
+
+def check_scalar(value: Any, d: dtype) -> None:
+    """Raise PyTorch's ``RuntimeError`` if the number ``value`` overflows ``d``.
+    See Note [Checked scalar conversion]."""
+    if _overflows(value, d):
+        raise RuntimeError(f"value cannot be converted to type {_C_NAMES[d.name]} without overflow")
+
+
+def convert_scalar(value: Any, d: dtype) -> Any:
+    """``value`` checked (Note [Checked scalar conversion]) and converted to
+    ``d`` as PyTorch's cast does (-1 into uint8 is 255), as a Python number."""
+    check_scalar(value, d)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.asarray(value).astype(d.np).item()
+
+
+def check_values(arr: np.ndarray, d: dtype) -> None:
+    """``tensor(data, dtype=d)``'s check of the numbers read from ``data``
+    (Note [Checked scalar conversion]): integer dtypes only."""
+    if d.np.kind in "iu" and arr.dtype.kind in "fiu" and arr.size:
+        if _overflows(arr.min().item(), d) or _overflows(arr.max().item(), d):
+            raise RuntimeError(f"value cannot be converted to type {d.name} without overflow")
 
 
 def from_numpy_dtype(np_dtype: Any) -> dtype:

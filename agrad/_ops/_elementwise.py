@@ -73,14 +73,24 @@ def div(xp, input, other):
     return input / other
 
 
+# Note [Pow backward at zero]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# PyTorch's pow_backward_self and pow_backward_exponent: d/dx x**y is
+# ``y * x**(y-1)`` except where y == 0 (0, so 0**0 has gradient 0, not NaN);
+# d/dy x**y is ``x**y * log(x)`` except where x == 0 and y >= 0 (0: 0**y is
+# flat there).  At x == 0 and y < 0, x**y is inf and d/dy is inf * log(0) =
+# -inf, as in PyTorch.  The branch ``where`` discards is computed on safe
+# values (exponent 1, base 1) so that it raises no numpy warning (0 * inf);
+# the selected values are PyTorch's.
 def _pow_grad_base(g: Tensor, input: Tensor, exponent: Tensor) -> Tensor:
-    # d/dx x**y = y * x**(y-1), defined as 0 where y == 0 (PyTorch's pow_backward_self).
-    return where(exponent == 0, 0.0, g * exponent * input ** (exponent - 1))
+    flat = exponent == 0
+    return where(flat, 0.0, g * (exponent * input ** (where(flat, 1.0, exponent) - 1)))
 
 
-def _pow_grad_exponent(g: Tensor, input: Tensor, out: Tensor) -> Tensor:
-    # d/dy x**y = x**y * log(x), defined as 0 where x == 0 and y >= 0 (pow_backward_exponent).
-    return where(input == 0, 0.0, g * out * log(input))
+def _pow_grad_exponent(g: Tensor, input: Tensor, exponent: Tensor, out: Tensor) -> Tensor:
+    flat = logical_and(input == 0, exponent >= 0)
+    base = input if input.dtype is out.dtype else input.to(out.dtype)
+    return g * where(flat, 0.0, out * log(where(flat, 1.0, base)))
 
 
 def _pow_args(input: Any, exponent: Any) -> tuple[tuple, dict]:
@@ -90,7 +100,7 @@ def _pow_args(input: Any, exponent: Any) -> tuple[tuple, dict]:
 
 
 @defop(ref=lambda torch: torch.pow,
-       vjp=(_pow_grad_base, lambda g, input, out: _pow_grad_exponent(g, input, out)),
+       vjp=(_pow_grad_base, _pow_grad_exponent),
        node="PowBackward1", methods=("pow", "__pow__"), rmethods=("__rpow__",),
        inplace=("pow_", "__ipow__"), promote=True, parse=_pow_args,
        samples=lambda rng: [((_pos(rng, 3, 4), _r(rng, 3, 4)), {}), ((_pos(rng, 2, 3), 2.0), {}),
@@ -235,8 +245,9 @@ def _where_args(condition: Any, input: Any, other: Any) -> tuple[tuple, dict]:
         else:
             scalars.append(a)
     target = _dtype.result_type(dims, zero_dims, scalars)
-    vals = tuple(a if isinstance(a, Tensor) and a.dtype is target else
-                 (a.to(target) if isinstance(a, Tensor) else _as_constant(a, target)) for a in (input, other))
+    vals = tuple(a if isinstance(a, Tensor) and a.dtype is target else a.to(target) if isinstance(a, Tensor)
+                 else _as_constant(_dtype.convert_scalar(a, target), target)  # Note [Checked scalar conversion]
+                 for a in (input, other))
     return (cond, *vals), {}
 
 
@@ -475,6 +486,9 @@ def _clamp_scalar_mask(input: Tensor, min: Any, max: Any) -> Tensor:
 def _clamp_scalar_args(input: Any, min: Any = None, max: Any = None) -> tuple[tuple, dict]:
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    for bound in (min, max):
+        if bound is not None:  # Note [Checked scalar conversion], in the result's dtype
+            _dtype.check_scalar(bound, _dtype.result_type([input.dtype], [], [bound]))
     return (input,), {"min": min, "max": max}
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -9,7 +11,7 @@ import numpy as np
 from agrad import _backends, _dtype
 from agrad._ops import _elementwise
 from agrad._ops._common import _axis, _expand_reduced, _grids, _r, _reduced_count
-from agrad._ops._elementwise import abs, exp, where
+from agrad._ops._elementwise import abs, exp, logical_and, logical_or, where
 from agrad._ops._registry import defop
 from agrad._ops._shape import _wrap_dim
 from agrad._tensor import Tensor
@@ -72,29 +74,44 @@ def log_softmax(xp, input, *, dim):
 
 
 
-def _prod_grad(g: Tensor, input: Tensor, dim, keepdim) -> Tensor:  # type: ignore[no-untyped-def]
-    # PyTorch's prod_backward: with no zero, prod/x; with one zero, the product
-    # of the others at the zero (0 elsewhere); with several zeros, 0.
+# Note [Prod backward at zeros]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The gradient of a product is, at each x_i, the product of the others.  With
+# no zero in the input it is ``out / x``, PyTorch's fast path.  With zeros,
+# PyTorch takes exclusive cumulative products; agrad writes the product of the
+# others of a slice with Z zeros as P * e / x_i at a nonzero x_i and P * e' at
+# a zero, where P is the product of the slice's nonzero elements, e the
+# elementary symmetric polynomial of degree Z of its zero elements (1, their
+# sum, or the sum of their pairwise products) and e' the one of degree Z - 1
+# of the zero elements other than x_i (1, or that other zero).  These are 0 or
+# P in value, but written with the zero elements themselves they have the
+# right derivatives: up to any order with one or two zeros in a slice, and to
+# second order with more (where the gradient is 0 and its derivative too).
+def _prod_grad(g: Tensor, input: Tensor, out: Tensor, dim, keepdim) -> Tensor:  # type: ignore[no-untyped-def]
     g = _expand_reduced(g, input.shape, dim, keepdim)
     zero = input == 0
+    if not bool(zero._data.any()):  # no zero anywhere: PyTorch's fast path
+        return g * (_expand_reduced(out, input.shape, dim, keepdim) / input)
     nz = zero.sum(dim=dim, keepdim=True)
     safe = where(zero, 1.0, input)
     others = prod(safe, dim=dim, keepdim=True) if dim is not None else prod(safe).reshape((1,) * input.ndim)
-    # With one zero z, prod_{j != i} x_j is ``others`` at z and ``x_z * others / x_i``
-    # elsewhere: written with x_z itself (not 0) so the double backward is right.
-    x_zero = where(zero, input, 0.0).sum(dim=dim, keepdim=True)
-    one_zero = where(zero, others, x_zero * others / safe)
-    return g * where(nz == 0, others / safe, where(nz == 1, one_zero, 0.0))
+    zeros_only = where(zero, input, 0.0)
+    e1 = zeros_only.sum(dim=dim, keepdim=True)
+    e2 = (e1 * e1 - (zeros_only * zeros_only).sum(dim=dim, keepdim=True)) / 2
+    e = where(nz == 0, 1.0, where(nz == 1, e1, where(nz == 2, e2, 0.0)))
+    e_other = where(nz == 1, 1.0, where(nz == 2, e1 - input, 0.0))
+    return g * where(zero, others * e_other, others * e / safe)
 
 
 def _prod_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
     x = _r(rng, 3, 4)
     one = x.copy()
     one[1, 2] = 0.0
-    # Several zeros (gradient 0, as PyTorch, not twice differentiable there) are
-    # checked in tests/ops/test_reductions_linalg.py.
+    two = one.copy()
+    two[1, 0] = two[2, 2] = 0.0  # two zeros in row 1 and in column 2 (Note [Prod backward at zeros])
     return [((x,), {}), ((x,), {"dim": 1}), ((x,), {"dim": -2, "keepdim": True}), ((one,), {}),
-            ((one,), {"dim": 1}), ((one,), {"dim": 0, "keepdim": True}), ((_r(rng),), {})]
+            ((one,), {"dim": 1}), ((one,), {"dim": 0, "keepdim": True}), ((_r(rng),), {}),
+            ((two,), {}), ((two,), {"dim": 1}), ((two,), {"dim": 0, "keepdim": True})]
 
 
 @defop(ref=lambda torch: torch.prod, vjp=_prod_grad, node=("ProdBackward0", "ProdBackward1"),
@@ -115,6 +132,16 @@ def _extreme_grad(g: Tensor, input: Tensor, out: Tensor, dim, keepdim) -> Tensor
     mask = input == _expand_reduced(out.detach(), input.shape, dim, keepdim)
     count = mask.sum(dim=dim, keepdim=True)
     return where(mask, g, 0.0) / count
+
+
+def _evenly_distribute(g: Tensor, input: Tensor, out: Tensor) -> Tensor:
+    # PyTorch's evenly_distribute_backward (max() and min() of a whole tensor):
+    # the gradient splits among the elements equal to the result or, when the
+    # result is NaN, among the NaN elements only.  (amax/amin, which compare
+    # with the result, give NaN to the whole reduced slice, as in PyTorch.)
+    value = out.detach()
+    mask = logical_or(input == value, logical_and(input != input, value != value))
+    return where(mask, g, 0.0) / mask.sum()
 
 
 def _extreme_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
@@ -150,7 +177,7 @@ def amin(xp, input, *, dim=None, keepdim=False):
     return xp.amin(input, axis=_axis(dim), keepdims=keepdim)
 
 
-@defop(ref=lambda torch: torch.max, vjp=lambda g, input, out: _extreme_grad(g, input, out, None, False),
+@defop(ref=lambda torch: torch.max, vjp=_evenly_distribute,
        node="MaxBackward1", samples=lambda rng: [(args, {}) for args, kw in _extreme_samples(rng) if not kw])
 def _max_all(xp, input):
     """Largest element of the whole tensor (``x.max()``)."""
@@ -158,7 +185,7 @@ def _max_all(xp, input):
     return xp.amax(input)
 
 
-@defop(ref=lambda torch: torch.min, vjp=lambda g, input, out: _extreme_grad(g, input, out, None, False),
+@defop(ref=lambda torch: torch.min, vjp=_evenly_distribute,
        node="MinBackward1", samples=lambda rng: [(args, {}) for args, kw in _extreme_samples(rng) if not kw])
 def _min_all(xp, input):
     """Smallest element of the whole tensor (``x.min()``)."""
@@ -277,25 +304,54 @@ def _dof(shape: tuple[int, ...], dim, correction) -> float:  # type: ignore[no-u
     return float(_reduced_count(shape, _axis(dim)) - correction)
 
 
-@defop(ref=lambda torch: torch.var,
-       vjp=lambda g, input, dim, correction, keepdim: _expand_reduced(g, input.shape, dim, keepdim)
-       * _centered(input, dim) * (2.0 / _dof(input.shape, dim, correction)),
+# Note [Zero degrees of freedom]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# With dof = n - correction <= 0 (a batch of one, say) PyTorch's var and std
+# warn "degrees of freedom is <= 0" (a UserWarning) and divide the sum of
+# squares by max(dof, 0): inf, or NaN where it is 0.  Their backward is
+# ``(2 / dof) * grad * (x - mean)`` in double arithmetic, where 2 / 0 is inf,
+# and, for a full reduction, ``grad * where(x == mean, nan, inf)``.  Python
+# raises ZeroDivisionError on 2 / 0 and numpy warns on inf * 0, so agrad
+# writes ``inf * t`` as ``t / 0`` (division, whose kernel is quiet, gives the
+# same inf, -inf or NaN).
+def _moment(xp, input, dim, correction, keepdim, name):  # type: ignore[no-untyped-def]
+    """The variance over ``dim``, with PyTorch's warning when the degrees of
+    freedom are <= 0 (Note [Zero degrees of freedom])."""
+    axis = _axis(dim)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if _dof(input.shape, dim, correction) > 0:
+            return xp.var(input, axis=axis, ddof=correction, keepdims=keepdim)
+        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
+                      "reduction factor (input numel divided by output numel).", UserWarning, stacklevel=4)
+        centered = input - xp.sum(input, axis=axis, keepdims=True) / _reduced_count(input.shape, axis)
+        return xp.sum(centered * centered, axis=axis, keepdims=keepdim) / 0.0
+
+
+def _var_grad(g: Tensor, input: Tensor, dim, correction, keepdim) -> Tensor:  # type: ignore[no-untyped-def]
+    # PyTorch's var_backward; see Note [Zero degrees of freedom].
+    g = _expand_reduced(g, input.shape, dim, keepdim)
+    dof = _dof(input.shape, dim, correction)
+    if dof > 0 or (dim is not None and dof < 0):
+        return (2.0 / dof) * g * _centered(input, dim)
+    if dim is None:
+        return g / where(input == input.mean(), math.nan, 0.0)
+    return g * _centered(input, dim) / 0.0
+
+
+@defop(ref=lambda torch: torch.var, vjp=_var_grad,
        node="VarBackward0", methods=("var",), to_float=True, samples=_moments_samples)
 def var(xp, input, *, dim=None, correction=1, keepdim=False):
     """Variance over ``dim`` with ``correction`` (Bessel's, 1, by default)."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return xp.var(input, axis=_axis(dim), ddof=correction, keepdims=keepdim)
+    return _moment(xp, input, dim, correction, keepdim, "var")
 
 
 @defop(ref=lambda torch: torch.std,
-       vjp=lambda g, input, out, dim, correction, keepdim: _expand_reduced(
-           where(out == 0, 0.0, g / where(out == 0, 1.0, out)), input.shape, dim, keepdim)
-       * _centered(input, dim) * (1.0 / _dof(input.shape, dim, correction)),
+       vjp=lambda g, input, out, dim, correction, keepdim: _var_grad(
+           where(out == 0, 0.0, g / (2 * where(out == 0, 1.0, out))), input, dim, correction, keepdim),
        node="StdBackward0", methods=("std",), to_float=True, samples=_moments_samples)
 def std(xp, input, *, dim=None, correction=1, keepdim=False):
     """Standard deviation over ``dim`` with ``correction`` (Bessel's, 1, by default)."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return xp.std(input, axis=_axis(dim), ddof=correction, keepdims=keepdim)
+    return xp.sqrt(_moment(xp, input, dim, correction, keepdim, "std"))
 
 
 @defop(ref=lambda torch: torch.logsumexp,

@@ -118,6 +118,8 @@ def _to_dtype(xp, input, *, dtype):
 @defop(vjp=lambda g: g * 0, node="FillBackward0", inplace=("fill_",))
 def _filled(xp, input, *, value):
     """``input``'s shape and dtype filled with ``value`` (backs ``fill_``)."""
+    if not isinstance(value, Tensor):  # Note [Checked scalar conversion]
+        value = _dtype.convert_scalar(value, _dtype.from_numpy_dtype(input.dtype))
     return xp.full_like(input, value)
 
 
@@ -699,7 +701,8 @@ def _check_mask(mask: Any) -> None:
 def _masked_fill(xp, input, mask, *, value):
     """``input`` with ``value`` where ``mask`` is true (backs ``masked_fill`` with a number)."""
     _check_mask(mask)
-    return xp.where(mask, xp.asarray(value).astype(input.dtype), input)
+    value = _dtype.convert_scalar(value, _dtype.from_numpy_dtype(input.dtype))  # Note [Checked scalar conversion]
+    return xp.where(mask, xp.asarray(value, dtype=input.dtype), input)
 
 
 def _value_grad(g: Tensor, mask: Tensor) -> Tensor:

@@ -20,8 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from agrad import _dtype
 from agrad._ops._common import _r
-from agrad._ops._registry import REGISTRY, defop, identity, record
+from agrad._ops._registry import REGISTRY, _as_constant, defop, identity, record
 from agrad._ops._shape import _index, _index_arg, _is_basic
 from agrad._tensor import Tensor
 
@@ -103,6 +104,10 @@ def _setitem(self: Tensor, index: Any, value: Any) -> None:
     """``t[index] = value`` in place: a write through a view for basic indexing
     (CopySlices when recording), an index_put for advanced indexing."""
     index = _index_arg(index, self.device)
+    if not isinstance(value, Tensor):  # a number goes straight to self's dtype (0.1 stays exact in float64)
+        if not isinstance(value, np.ndarray):
+            value = _dtype.convert_scalar(value, self.dtype)  # Note [Checked scalar conversion]
+        value = _as_constant(value, self.dtype)
     if _is_basic(index):
         _index(self, index).copy_(value)
     else:
