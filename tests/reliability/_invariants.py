@@ -39,6 +39,7 @@ class Tally:
     trials: Counter[str] = field(default_factory=Counter)  # per mechanism
     outcomes: Counter[str] = field(default_factory=Counter)
     violations: list[str] = field(default_factory=list)
+    mismatches: dict[str, str] = field(default_factory=dict)  # catalogue cases that differ from torch
     seconds: float = 0.0
 
     def violation(self, seed: int, what: str, problems: list[str]) -> None:
@@ -48,6 +49,7 @@ class Tally:
         self.trials.update(other.trials)
         self.outcomes.update(other.outcomes)
         self.violations += other.violations
+        self.mismatches.update(other.mismatches)
         self.seconds += other.seconds
 
     def report(self) -> str:
