@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from agrad import _backends, _dtype
+from agrad._errors import broadcast_error
 from agrad._ops._common import _r
 from agrad._ops._registry import defop
 from agrad._tensor import Tensor
@@ -89,7 +91,31 @@ def matmul(xp, input, other):
     if input.ndim == 0 or other.ndim == 0:
         raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
                            f"{input.ndim}D and {other.ndim}D")
-    return xp.matmul(input, other)
+    try:
+        return xp.matmul(input, other)
+    except ValueError:  # Note [Translating numpy's errors]: free unless it failed
+        raise _matmul_error(input.shape, other.shape) from None
+
+
+def _matmul_error(a: tuple[int, ...], b: tuple[int, ...]) -> RuntimeError:
+    """PyTorch's error for ``matmul`` of shapes ``a`` and ``b``, named after the kernel
+    its dispatch picks (dot, mv, mm on folded rows, or bmm after broadcasting batches)."""
+    if len(a) == 1 and len(b) == 1:
+        return RuntimeError(f"inconsistent tensor size, expected tensor [{a[0]}] and src [{b[0]}] to have the same "
+                            f"number of elements, but got {a[0]} and {b[0]} elements respectively")
+    if len(b) == 1:
+        rows = math.prod(a[:-1])
+        return RuntimeError(f"size mismatch, got input ({rows}), mat ({rows}x{a[-1]}), vec ({b[0]})")
+    if len(b) == 2:
+        return RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({math.prod(a[:-1])}x{a[-1]} and "
+                            f"{b[0]}x{b[1]})")
+    batch_a, batch_b = a[:-2], b[:-2]
+    err = broadcast_error([batch_a, batch_b])
+    if err is not None:
+        return err
+    batch = math.prod(np.broadcast_shapes(batch_a, batch_b))
+    return RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{batch}, {a[-1]}] "
+                        f"but got: [{batch}, {b[-2]}].")
 
 
 

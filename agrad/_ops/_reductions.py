@@ -253,7 +253,7 @@ def _extreme_along(input: Tensor, dim: int, keepdim: bool, arg, result):  # type
     if input.ndim == 0:
         idx = arg(input, dim=dim, keepdim=keepdim)
         return result(input[...], idx)
-    d = dim % input.ndim
+    d = _wrap_dim(dim, input.ndim)
     idx = arg(input, dim=d, keepdim=True)
     with _backends.on(idx.device):
         index = _grids(_backends.array_module(idx._data), idx.shape)

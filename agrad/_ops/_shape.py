@@ -9,6 +9,7 @@ import numpy as np
 from agrad import _backends, _dtype
 from agrad._device import CPU
 from agrad._engine._graph_task import current_graph_task
+from agrad._errors import dim_out_of_range
 from agrad._ops._common import _grids, _r, _shape_args, _unary_samples, _zeros_on
 from agrad._ops._registry import _inplace, defop, identity
 from agrad._tensor import Tensor
@@ -21,13 +22,64 @@ __all__ = ["reshape", "transpose", "unsqueeze", "squeeze", "clone", "flatten", "
 # -- shape ------------------------------------------------------------------------
 
 
+def _reshape_error(size: tuple[int, ...], shape: tuple[int, ...]) -> RuntimeError | None:
+    """PyTorch's error for reshaping ``size`` to ``shape`` (``infer_size``), or None if the sizes fit."""
+    numel = int(np.prod(size, dtype=np.int64))
+    for i, s in enumerate(shape):
+        if s < -1:
+            return RuntimeError(f"invalid shape dimension {s} at index {i} of shape {list(shape)}")
+    if shape.count(-1) > 1:
+        return RuntimeError("only one dimension can be inferred")
+    known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+    if -1 in shape and known == 0:
+        return RuntimeError(f"cannot reshape tensor of {numel} elements into shape {list(shape)} because the "
+                            "unspecified dimension size -1 can be any value and is ambiguous")
+    if (numel % known if -1 in shape else numel != known):
+        return RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return None
+
+
+_SHAPE_SAMPLES = lambda rng: [  # noqa: E731
+    ((_r(rng, 3, 4), 12), {}), ((_r(rng, 3, 4), (2, -1, 3)), {}), ((_r(rng, 1), ()), {})]
+
+
 @defop(view=True, ref=lambda torch: lambda x, *shape: x.reshape(*shape),
        vjp=lambda g, input_shape: g.reshape(input_shape), node="ViewBackward0",
-       methods=("reshape", "view"), parse=lambda input, *shape: ((input,), {"shape": _shape_args(shape)}),
-       samples=lambda rng: [((_r(rng, 3, 4), 12), {}), ((_r(rng, 3, 4), (2, -1, 3)), {}), ((_r(rng, 1), ()), {})])
+       methods=("reshape",), parse=lambda input, *shape: ((input,), {"shape": _shape_args(shape)}),
+       samples=_SHAPE_SAMPLES)
 def reshape(xp, input, *, shape):
-    """The same elements in a new shape (``-1`` infers one dimension)."""
-    return xp.reshape(input, shape)
+    """The same elements in a new shape (``-1`` infers one dimension); a view when the strides allow."""
+    try:
+        if min(shape, default=0) < -1:  # numpy reads any negative size as -1
+            raise ValueError
+        return xp.reshape(input, shape)
+    except ValueError:
+        raise _reshape_error(input.shape, shape) or RuntimeError(f"reshape: cannot reshape {list(input.shape)} "
+                                                                 f"into {list(shape)}") from None
+
+
+_VIEW_STRIDES = ("view size is not compatible with input tensor's size and stride (at least one dimension spans "
+                 "across two contiguous subspaces). Use .reshape(...) instead.")
+
+
+@defop(view=True, ref=lambda torch: lambda x, *shape: x.view(*shape),
+       vjp=lambda g, input_shape: g.reshape(input_shape), node="ViewBackward0",
+       methods=("view",), parse=lambda input, *shape: ((input,), {"shape": _shape_args(shape)}),
+       samples=_SHAPE_SAMPLES)
+def _view(xp, input, *, shape):
+    """``input``'s memory in a new shape: never a copy (PyTorch's ``computeStride``), so
+    writes through it reach ``input``; raises where the strides do not allow it."""
+    try:
+        if min(shape, default=0) < -1:  # numpy reads any negative size as -1
+            raise ValueError
+        if xp is np:
+            return np.reshape(input, shape, copy=False)
+        out = xp.reshape(input, shape)
+    except ValueError:
+        raise _reshape_error(input.shape, shape) or RuntimeError(_VIEW_STRIDES) from None
+    if out.size and not xp.may_share_memory(out, input):
+        raise RuntimeError(_VIEW_STRIDES)
+    return out
 
 
 @defop(view=True, ref=lambda torch: torch.transpose,
@@ -50,14 +102,36 @@ def expand(xp, input, *, size):
             f"expand: the number of sizes provided ({len(size)}) must be greater or equal to the "
             f"number of dimensions in the tensor ({input.ndim})"
         )
-    shape = tuple(input.shape[i - lead] if s == -1 else s for i, s in enumerate(size))
+    shape = tuple(input.shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(size))
     if input.ndim == 0 and xp is np and min(shape, default=0) >= 0:
         # A 0-d source, as every full reduction's gradient is (SumBackward0):
         # the stride-0 view built directly takes 0.2 µs, np.broadcast_to 2.4.
         out = np.ndarray(shape, input.dtype, input, 0, (0,) * len(shape))
         out.flags.writeable = False
         return out
-    return xp.broadcast_to(input, shape)
+    try:
+        return xp.broadcast_to(input, shape)
+    except ValueError:
+        raise _expand_error(input.shape, size) from None
+
+
+def _expand_error(shape: tuple[int, ...], size: tuple[int, ...]) -> RuntimeError:
+    """PyTorch's error for expanding ``shape`` to ``size`` (``inferExpandGeometry``)."""
+    lead = len(size) - len(shape)
+    for i in range(len(size) - 1, -1, -1):
+        s = size[i]
+        if i < lead:
+            if s < 0:
+                return RuntimeError(f"The expanded size of the tensor ({s}) isn't allowed in a leading, "
+                                    f"non-existing dimension {i}")
+        elif s != -1 and shape[i - lead] not in (1, s):
+            return RuntimeError(
+                f"The expanded size of the tensor ({s}) must match the existing size ({shape[i - lead]}) at "
+                f"non-singleton dimension {i}.  Target sizes: {list(size)}.  Tensor sizes: {list(shape)}"
+            )
+    negative = [s for s in size if s < -1]
+    return RuntimeError(f"Trying to create tensor with negative dimension {negative[0] if negative else -1}: "
+                        f"{list(size)}")
 
 
 def _sum_to(xp: Any, x: Any, shape: tuple[int, ...]) -> Any:
@@ -77,7 +151,7 @@ def sum_to_size(xp, input, *, size):
 
 
 def _unsqueeze_shape(shape: tuple[int, ...], dim: int) -> tuple[int, ...]:
-    dim = dim % (len(shape) + 1)
+    dim = _wrap_dim(dim, len(shape) + 1)
     return shape[:dim] + (1,) + shape[dim:]
 
 
@@ -97,7 +171,8 @@ def squeeze(xp, input, *, dim=None):
     if dim is None:
         return xp.reshape(input, tuple(s for s in input.shape if s != 1))
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    drop = {d % max(input.ndim, 1) for d in dims if input.ndim and input.shape[d] == 1}
+    wrapped = [_wrap_dim(d, input.ndim) for d in dims]
+    drop = {d for d in wrapped if input.ndim and input.shape[d] == 1}
     return xp.reshape(input, tuple(s for i, s in enumerate(input.shape) if i not in drop))
 
 
@@ -231,7 +306,25 @@ Tensor.zero_ = _zero_  # type: ignore[attr-defined]
 for _name, _d in (("float", _dtype.float32), ("double", _dtype.float64), ("half", _dtype.float16),
                   ("long", _dtype.int64), ("int", _dtype.int32), ("bool", _dtype.bool)):
     setattr(Tensor, _name, lambda self, _d=_d: _to(self, _d))
-Tensor.contiguous = lambda self: self  # type: ignore[attr-defined]
+
+
+@defop(vjp=identity, node="CloneBackward0", ref=lambda torch: lambda x: x.contiguous(), samples=_unary_samples())
+def _contiguous_copy(xp, input):
+    """A C-contiguous copy of ``input`` (backs ``contiguous``)."""
+    return input.copy(order="C")
+
+
+def _contiguous(self: Tensor, memory_format: Any = None) -> Tensor:
+    """This tensor if its memory is C-contiguous, else a contiguous copy (which ``view`` accepts)."""
+    return self if self._data.flags.c_contiguous else _contiguous_copy(self)
+
+
+def _is_contiguous(self: Tensor, memory_format: Any = None) -> bool:
+    return bool(self._data.flags.c_contiguous)
+
+
+Tensor.contiguous = _contiguous  # type: ignore[attr-defined]
+Tensor.is_contiguous = _is_contiguous  # type: ignore[attr-defined]
 Tensor.mT = property(lambda self: transpose(self, -2, -1))  # type: ignore[attr-defined]
 Tensor.T = property(lambda self: transpose(self, 0, 1) if self.ndim == 2 else self)  # type: ignore[attr-defined]
 
@@ -243,7 +336,7 @@ def _wrap_dim(dim: int, ndim: int) -> int:
     """``dim`` in ``[0, ndim)``, with PyTorch's error (0-d tensors accept -1 and 0)."""
     n = max(ndim, 1)
     if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+        raise dim_out_of_range(dim, ndim)
     return dim % n
 
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from agrad import _dtype
 from agrad._ops._common import _r
+from agrad._ops._memory import writable_alias, write_through
 from agrad._ops._registry import REGISTRY, _as_constant, defop, identity, record
 from agrad._ops._shape import _index, _index_arg, _is_basic
 from agrad._tensor import Tensor
@@ -33,8 +34,15 @@ __all__: list[str] = []
 def _zero_region(xp, grad, *, view):
     """``grad`` with the region ``view[0]`` selects set to zero (linear and self-adjoint)."""
     out = grad.copy()
-    view[0](out)[...] = 0
+    _region(view, out)[...] = 0
     return out
+
+
+def _region(view: Any, out: Any) -> Any:
+    """The region of ``out`` (a fresh array) that ``view`` selects, writable even
+    where the view is an expanded one (Note [Writing into expanded tensors])."""
+    region = view[0](out)
+    return region if type(region) is not np.ndarray or region.flags.writeable else writable_alias(region)
 
 
 @defop(vjp=(lambda g, view: _zero_region(g, view=view), lambda g, view: view[1](g)),
@@ -42,7 +50,8 @@ def _zero_region(xp, grad, *, view):
 def _copy_slices(xp, base, value, *, view):
     """``base`` with the region selected by ``view`` replaced by ``value``."""
     out = base.copy()
-    view[0](out)[...] = value
+    region = _region(view, out)
+    write_through(region, xp.broadcast_to(value, region.shape))
     return out
 
 

@@ -131,6 +131,9 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
         picked = input[safe]
     else:
         expected = (input.shape[0], *input.shape[2:])
+        if safe.ndim and safe.shape[0] != input.shape[0]:
+            raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+                             f"({safe.shape[0]}).")
         if tuple(safe.shape) != expected:
             raise RuntimeError(f"Expected target size {list(expected)}, got {list(safe.shape)}")
         with _backends.on(input.device):
