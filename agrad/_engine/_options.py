@@ -20,8 +20,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from agrad._grad_mode import F, _GradModeContext
+
 __all__ = ["EngineOptions", "engine_options", "current_options", "get_num_interop_threads",
-           "set_num_interop_threads"]
+           "set_num_interop_threads", "set_multithreading_enabled", "is_multithreading_enabled"]
 
 Offload = Literal["auto", "always", "never"]
 _OFFLOAD_MODES = ("auto", "always", "never")
@@ -46,7 +48,65 @@ _options: ContextVar[EngineOptions] = ContextVar(
 
 def current_options() -> EngineOptions:
     """The options a backward started now would run with."""
-    return _options.get()
+    options = _options.get()
+    if not _multithreading.get():  # see set_multithreading_enabled
+        return replace(options, offload="never")
+    return options
+
+
+_multithreading: ContextVar[bool] = ContextVar("agrad_multithreading_enabled", default=True)
+
+
+def is_multithreading_enabled() -> bool:
+    """Whether backwards started in this context may run kernels in other threads."""
+    return _multithreading.get()
+
+
+class set_multithreading_enabled(_GradModeContext):
+    """Enable or disable multithreaded backward (mirrors PyTorch's).
+
+    PyTorch's engine runs the backward on per-device worker threads; with
+    ``mode=False`` it runs on the calling thread instead.  agrad's equivalent
+    of those threads is the executor its engine offloads large kernels to
+    (Note [Offload threshold]): with ``mode=False`` every node of a backward
+    started in this context runs on the thread that drives the backward (the
+    event loop's, or the caller's for the blocking twins), as with
+    ``engine_options(offload="never")``; ``mode=True`` restores the default.
+    Like grad mode it is set at once when called as a function, undone at
+    the end of a ``with`` block, and scoped to the current context (thread or
+    asyncio task), and it also decorates functions.
+
+    Args:
+        mode: whether backwards may use other threads (``True``, the default).
+
+    Example::
+
+        >>> with agrad.autograd.set_multithreading_enabled(False):
+        ...     agrad.autograd.is_multithreading_enabled()
+        False
+    """
+
+    def __init__(self, mode: bool) -> None:
+        super().__init__()
+        self.mode = bool(mode)
+        self._prev_mode = _multithreading.get()
+        _multithreading.set(self.mode)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        _multithreading.set(self._prev_mode)
+
+    def clone(self) -> "set_multithreading_enabled":
+        return self.__class__(self.mode)
+
+    def __call__(self, fn: F) -> F:
+        # As a decorator the constructor's immediate effect is undone, as for
+        # set_grad_enabled: the mode applies only while the function runs
+        # (PyTorch leaves it set, which no decorator means).
+        _multithreading.set(self._prev_mode)
+        return super().__call__(fn)
 
 
 @contextmanager

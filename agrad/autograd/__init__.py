@@ -14,6 +14,7 @@ from typing import Any
 
 from agrad._engine import _drivers, _run
 from agrad._engine._graph_task import current_graph_task
+from agrad._engine._options import is_multithreading_enabled, set_multithreading_enabled
 from agrad._grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 from agrad._graph._anomaly import detect_anomaly, set_detect_anomaly
 from agrad._tensor import Tensor
@@ -24,7 +25,8 @@ from agrad.autograd.gradcheck import gradcheck, gradgradcheck
 __all__ = [
     "backward", "backward_sync", "grad", "grad_sync", "Function", "gradcheck", "gradgradcheck",
     "detect_anomaly", "set_detect_anomaly", "no_grad", "enable_grad", "set_grad_enabled",
-    "inference_mode", "queue_callback", "function", "functional", "graph",
+    "inference_mode", "queue_callback", "function", "functional", "graph", "set_multithreading_enabled",
+    "is_multithreading_enabled",
 ]
 
 _Tensors = Tensor | Sequence[Tensor]

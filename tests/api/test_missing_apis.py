@@ -379,3 +379,51 @@ def test_raw_saved_register_hooks_matches_torch() -> None:
         grads[lib.__name__] = (x.grad.tolist(), w.grad.tolist())
     assert packed["agrad"] == packed["torch"] == [[4.0, 5.0, 6.0]]
     np.testing.assert_allclose(grads["agrad"], grads["torch"])
+
+
+# -- set_multithreading_enabled ---------------------------------------------------------
+
+
+@requires_torch
+def test_set_multithreading_enabled_toggles_as_torch() -> None:
+    for lib in (torch, agrad):
+        ag = lib.autograd
+        assert ag.is_multithreading_enabled()
+        with ag.set_multithreading_enabled(False):
+            assert not ag.is_multithreading_enabled()
+            with ag.set_multithreading_enabled(True):
+                assert ag.is_multithreading_enabled()
+            assert not ag.is_multithreading_enabled()
+        assert ag.is_multithreading_enabled()
+        ag.set_multithreading_enabled(False)  # called as a function: set at once
+        assert not ag.is_multithreading_enabled()
+        ag.set_multithreading_enabled(True)
+        assert ag.is_multithreading_enabled()
+
+    @agrad.autograd.set_multithreading_enabled(False)
+    def decorated() -> bool:
+        return agrad.autograd.is_multithreading_enabled()
+
+    assert agrad.autograd.is_multithreading_enabled()  # (torch leaves it off here; see the docstring)
+    assert decorated() is False and agrad.autograd.is_multithreading_enabled()
+
+
+@pytest.mark.anyio
+async def test_without_multithreading_every_kernel_runs_on_the_driving_thread() -> None:
+    import threading
+
+    threads: list[int] = []
+
+    def unpack(t: agrad.Tensor) -> agrad.Tensor:  # runs inside the node's kernel
+        threads.append(threading.get_ident())
+        return t
+
+    x = agrad.ones(3, requires_grad=True)
+    with agrad.autograd.graph.engine_options(offload="always"):
+        with agrad.autograd.graph.saved_tensors_hooks(lambda t: t, unpack):
+            first, second = x.exp().sum(), x.exp().sum()
+        await first.backward()
+        with agrad.autograd.set_multithreading_enabled(False):
+            await second.backward()
+    assert threads[0] != threading.get_ident() and threads[1] == threading.get_ident()
+    assert x.grad.tolist() == pytest.approx([2 * np.e] * 3)
