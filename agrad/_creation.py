@@ -57,6 +57,8 @@ def _finish(data: np.ndarray, requires_grad: bool, device: Any) -> Tensor:
         data = transfer(data, dev)
     t = mark_inference(Tensor._make(data))  # Note [Inference tensors]
     if requires_grad:
+        if data.dtype.kind != "f":  # the factories' wording; ``requires_grad_()`` has its own
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         t.requires_grad_(True)
     return t
 

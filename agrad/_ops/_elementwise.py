@@ -37,6 +37,9 @@ def add(xp, input, other, *, alpha=1):
 
 
 def _sub_args(input: Any, other: Any, alpha: Any = 1) -> tuple[tuple, dict]:
+    if _is_bool(input) and _is_bool(other):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
     if _is_bool(input) or _is_bool(other):
         raise RuntimeError(
             "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "

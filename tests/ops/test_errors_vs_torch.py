@@ -126,8 +126,12 @@ CASES: list[tuple[str, Callable[[Any], Any], str | None]] = [
     ("nll_loss_batch", lambda L: _F(L).nll_loss(L.ones(2, 3), L.tensor([0, 1, 2])), None),
     ("split_sizes", lambda L: L.ones(5).split([2, 2]), None),
     ("bool_rsub", lambda L: 1 - L.tensor([True]), None),
+    ("bool_sub_bools", lambda L: L.tensor([True]) - L.tensor([False]), None),
+    ("bool_sub_python_bool", lambda L: L.tensor([True]) - True, None),
     ("bool_neg", lambda L: -L.tensor([True]), None),
     ("int_requires_grad_", lambda L: L.tensor([1, 2]).requires_grad_(), None),
+    ("int_tensor_requires_grad", lambda L: L.tensor([1, 2], requires_grad=True), None),
+    ("int_zeros_requires_grad", lambda L: L.zeros(2, dtype=L.int64, requires_grad=True), None),
 ]
 
 
