@@ -67,9 +67,14 @@ class BackwardCFunction(Node, FunctionCtx):
 
     @property
     def saved_tensors(self) -> tuple[Tensor | None, ...]:
+        clear = self._forward_cls.clear_saved_tensors_on_access
         if self._saved is None:
-            raise RuntimeError(_FREED)
-        return tuple(s if s is None or isinstance(s, Tensor) else s.unpack(self) for s in self._saved)
+            raise RuntimeError(_ACCESSED_ONCE if clear and self.__dict__.get("_cleared") else _FREED)
+        tensors = tuple(s if s is None or isinstance(s, Tensor) else s.unpack(self) for s in self._saved)
+        if clear:  # free them now: only the caller holds them (Function.clear_saved_tensors_on_access)
+            self._saved = None
+            self._cleared = True
+        return tensors
 
     saved_variables = saved_tensors
 
@@ -106,6 +111,11 @@ class BackwardCFunction(Node, FunctionCtx):
         return grads
 
 
+_ACCESSED_ONCE = ("saved_tensors can only be accessed once when clear_saved_tensors_on_access=True is set on the "
+                  "autograd.Function. Either access saved_tensors only once, or set "
+                  "clear_saved_tensors_on_access=False.")
+
+
 class Function:
     """Base class for custom autograd operations (mirrors ``torch.autograd.Function``).
 
@@ -131,10 +141,16 @@ class Function:
     thread-safe array work may set ``offload = True`` (always in an executor
     thread) or ``offload = None`` (by size, like built-in ops) so that it does
     not block the loop; an ``async def backward`` always runs on the loop.
+
+    A subclass may set ``clear_saved_tensors_on_access = True`` (as in
+    PyTorch): ``ctx.saved_tensors`` then frees the saved tensors as it hands
+    them out, so ``backward`` can release them early, and a second access
+    (or a second backward) raises.
     """
 
     _backward_cls: type[BackwardCFunction]
     offload: bool | None = False
+    clear_saved_tensors_on_access = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

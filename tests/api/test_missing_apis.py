@@ -427,3 +427,47 @@ async def test_without_multithreading_every_kernel_runs_on_the_driving_thread() 
             await second.backward()
     assert threads[0] != threading.get_ident() and threads[1] == threading.get_ident()
     assert x.grad.tolist() == pytest.approx([2 * np.e] * 3)
+
+
+# -- Function.clear_saved_tensors_on_access -----------------------------------------------
+
+
+def _clearing_function(lib: Any, log: list[Any]) -> Any:
+    class Scale(lib.autograd.Function):
+        clear_saved_tensors_on_access = True
+
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            ctx.save_for_backward(x * 3)  # an intermediate: only the graph holds it
+            return x * 2
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            (saved,) = ctx.saved_tensors
+            import weakref
+            ref = weakref.ref(saved)
+            del saved
+            log.append(ref() is None)  # freed: the node no longer holds it
+            try:
+                ctx.saved_tensors  # noqa: B018
+            except RuntimeError as e:
+                log.append(str(e))
+            return g * 2
+
+    return Scale
+
+
+@requires_torch
+def test_clear_saved_tensors_on_access_matches_torch() -> None:
+    logs: dict[str, list[Any]] = {}
+    for lib in (torch, agrad):
+        assert lib.autograd.Function.clear_saved_tensors_on_access is False
+        log = logs[lib.__name__] = []
+        x = lib.ones(3, requires_grad=True)
+        y = _clearing_function(lib, log).apply(x)
+        run = (lambda t, **kw: t.backward_sync(**kw)) if lib is agrad else (lambda t, **kw: t.backward(**kw))
+        run(y.sum(), retain_graph=True)
+        with pytest.raises(RuntimeError, match="saved_tensors can only be accessed once when clear_saved_tensors"):
+            run(y.sum())
+        assert x.grad.tolist() == [2.0, 2.0, 2.0]
+    assert logs["agrad"] == logs["torch"] and logs["agrad"][0] is True
