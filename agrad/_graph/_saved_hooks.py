@@ -35,6 +35,9 @@ __all__ = ["saved_tensors_hooks", "disable_saved_tensors_hooks", "current_hooks"
 Hooks = tuple[Callable[["Tensor"], Any], Callable[[Any], "Tensor"]]
 
 current_hooks: ContextVar[Hooks | None] = ContextVar("agrad_saved_tensors_hooks", default=None)
+# The pairs that entered contexts replaced, innermost last: PyTorch's stack of
+# default hooks, per context (see saved_tensors_hooks.__exit__).
+_outer_hooks: ContextVar[tuple[Hooks | None, ...]] = ContextVar("agrad_outer_saved_tensors_hooks", default=())
 # The message of the innermost disable_saved_tensors_hooks, None when enabled.
 _disabled: ContextVar[str | None] = ContextVar("agrad_saved_tensors_hooks_disabled", default=None)
 
@@ -83,17 +86,26 @@ class saved_tensors_hooks:
     def __init__(self, pack_hook: Callable[["Tensor"], Any], unpack_hook: Callable[[Any], "Tensor"]) -> None:
         self.pack_hook = pack_hook
         self.unpack_hook = unpack_hook
-        self._prev: list[Hooks | None] = []
 
+    # The pairs replaced are kept in the context, not on the instance: one
+    # instance entered again in another context (its own unpack hook running
+    # in a backward's kernel thread, another task) pushes and pops there, so
+    # leaving this ``with`` always restores what was active when it was entered
+    # here.  As PyTorch's push/pop of default hooks, ``__exit__`` pops the
+    # innermost pair of the current context.
     def __enter__(self) -> None:
         message = _disabled.get()
         if message is not None:
             raise RuntimeError(message)
-        self._prev.append(current_hooks.get())
+        _outer_hooks.set((*_outer_hooks.get(), current_hooks.get()))
         current_hooks.set((self.pack_hook, self.unpack_hook))
 
     def __exit__(self, *exc: object) -> None:
-        current_hooks.set(self._prev.pop())
+        outer = _outer_hooks.get()
+        if not outer:
+            raise RuntimeError("saved_tensors_hooks.__exit__ called without a matching __enter__ in this context")
+        current_hooks.set(outer[-1])
+        _outer_hooks.set(outer[:-1])
 
 
 @contextmanager

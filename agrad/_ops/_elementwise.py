@@ -10,6 +10,7 @@ import numpy as np
 
 from agrad import _backends, _dtype
 from agrad._device import CPU
+from agrad._graph._node import _is_constant
 from agrad._ops._common import _binary_samples, _is_bool, _pos, _quiet, _r, _unary_samples, _zeros_on
 from agrad._ops._registry import _inplace, defop, identity
 from agrad._tensor import Tensor
@@ -84,16 +85,23 @@ def div(xp, input, other):
 # flat there).  At x == 0 and y < 0, x**y is inf and d/dy is inf * log(0) =
 # -inf, as in PyTorch.  The branch ``where`` discards is computed on safe
 # values (exponent 1, base 1) so that it raises no numpy warning (0 * inf);
-# the selected values are PyTorch's.
+# the selected values are PyTorch's.  The safe values are the mask added
+# (``exponent + flat``: 1 where the exponent is 0), not a second ``where``, so
+# that a create_graph backward saves only the masks PyTorch's formulas save
+# for saved-tensor hooks to see.  A Python-number exponent takes PyTorch's
+# ``pow_backward(Scalar)`` branch, which saves no mask at all.
 def _pow_grad_base(g: Tensor, input: Tensor, exponent: Tensor) -> Tensor:
+    if _is_constant(exponent):  # Note [Scalar constants]
+        e = exponent.item()
+        return _zeros_on(g, g.shape) if e == 0 else g * (e * input ** (e - 1))
     flat = exponent == 0
-    return where(flat, 0.0, g * (exponent * input ** (where(flat, 1.0, exponent) - 1)))
+    return where(flat, 0.0, g * (exponent * input ** (exponent + flat.to(exponent.dtype) - 1)))
 
 
 def _pow_grad_exponent(g: Tensor, input: Tensor, exponent: Tensor, out: Tensor) -> Tensor:
     flat = logical_and(input == 0, exponent >= 0)
     base = input if input.dtype is out.dtype else input.to(out.dtype)
-    return g * where(flat, 0.0, out * log(where(flat, 1.0, base)))
+    return g * where(flat, 0.0, out * log(base + flat.to(base.dtype)))
 
 
 def _pow_args(input: Any, exponent: Any) -> tuple[tuple, dict]:

@@ -375,3 +375,68 @@ async def test_inference_mode_is_per_task():
         tg.start_soon(inside)
         tg.start_soon(beside)
     assert seen == {"inside": (True, True), "beside": (False, False)}
+
+
+# -- item 20: saved_tensors_hooks' stack, and what pack hooks see -------------------
+def test_hooks_reentered_in_another_context_do_not_outlive_their_with():
+    import contextvars
+
+    packed = []
+    hooks = agrad.autograd.graph.saved_tensors_hooks(lambda t: packed.append(1) or t, lambda t: t)
+    x = agrad.ones(2, requires_grad=True)
+    hooks.__enter__()
+    other = contextvars.copy_context()
+    other.run(hooks.__enter__)  # e.g. its own unpack hook, run in a backward's kernel thread
+    hooks.__exit__(None, None, None)
+    x * x
+    assert packed == []  # inactive here once this context left its with
+    other.run(lambda: x * x)
+    assert packed == [1, 1]  # still active in the other context, which has not left its with
+
+
+@requires_torch
+def test_hooks_entered_inside_their_own_unpack_hook(lib):
+    bw = (lambda t: t.backward()) if lib is torch else (lambda t: t.backward_sync())
+    packed = []
+
+    def unpack(t):
+        with hooks:
+            pass
+        return t
+
+    hooks = lib.autograd.graph.saved_tensors_hooks(lambda t: packed.append(1) or t, unpack)
+    a = lib.ones(2, requires_grad=True)
+    with hooks:
+        y = (a * a).sum()
+        bw(y)
+        y = (a * a).sum()
+    bw(y)
+    assert len(packed) == 4
+    packed.clear()
+    a * a
+    assert packed == []
+
+
+@requires_torch
+def test_unbalanced_saved_tensors_hooks_exit_raises_runtime_error(lib):
+    hooks = lib.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t)
+    with pytest.raises(RuntimeError):
+        hooks.__exit__(None, None, None)
+
+
+@requires_torch
+@pytest.mark.parametrize("exponent", ["number", "tensor", "tensor requiring grad"])
+def test_pow_double_backward_packs_masks_only_where_torch_does(exponent):
+    dtypes = {}
+    for lib in (torch, agrad):
+        seen = []
+        x = lib.tensor([1.5, 2.0], requires_grad=True)
+        e = {"number": 2.0, "tensor": lib.tensor([2.0, 3.0]),
+             "tensor requiring grad": lib.tensor([2.0, 3.0], requires_grad=True)}[exponent]
+        y = (x ** e).sum()
+        with lib.autograd.graph.saved_tensors_hooks(lambda t, seen=seen: seen.append(t.dtype) or t, lambda t: t):
+            args = (y, [x])
+            lib.autograd.grad(*args, create_graph=True) if lib is torch else lib.autograd.grad_sync(*args,
+                                                                                                   create_graph=True)
+        dtypes[lib] = [str(d).split(".")[-1] for d in seen if str(d).endswith("bool")]
+    assert dtypes[agrad] == dtypes[torch]
