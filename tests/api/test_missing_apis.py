@@ -471,3 +471,75 @@ def test_clear_saved_tensors_on_access_matches_torch() -> None:
             run(y.sum())
         assert x.grad.tolist() == [2.0, 2.0, 2.0]
     assert logs["agrad"] == logs["torch"] and logs["agrad"][0] is True
+
+
+# -- gradcheck / gradgradcheck fast_mode ---------------------------------------------------
+
+
+def _wrong_double_backward(lib: Any) -> Any:
+    """``x ** 3`` whose backward is right but whose second derivative is wrong
+    (the backward is computed from a detached ``x``)."""
+
+    class Cube(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            (x,) = ctx.saved_tensors
+            return g * 3 * x.detach() ** 2
+
+    return Cube
+
+
+def _wrong_backward(lib: Any) -> Any:
+    class Double(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            return x * 2
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            return g * 2.01
+
+    return Double
+
+
+@requires_torch
+@pytest.mark.parametrize("fast_mode", [True, False])
+def test_gradcheck_and_gradgradcheck_fast_mode_agree_with_torch(fast_mode: bool) -> None:
+    x = np.random.default_rng(6).standard_normal((3, 4))
+    verdicts = {}
+    for lib in (agrad, torch):
+        t = lib.tensor(x, dtype=lib.float64, requires_grad=True)
+        w = lib.tensor(x.T.copy(), dtype=lib.float64, requires_grad=True)
+        ag = lib.autograd
+        kw = {"fast_mode": fast_mode, "raise_exception": False}
+        verdicts[lib.__name__] = [
+            ag.gradcheck(lambda a, b: (a @ b).tanh(), (t, w), **kw),
+            ag.gradgradcheck(lambda a, b: (a @ b).tanh(), (t, w), **kw),
+            ag.gradcheck(_wrong_backward(lib).apply, (t,), **kw),
+            ag.gradcheck(_wrong_double_backward(lib).apply, (t,), **kw),
+            ag.gradgradcheck(_wrong_double_backward(lib).apply, (t,), **kw),
+        ]
+    assert verdicts["agrad"] == verdicts["torch"] == [True, True, False, True, False]
+    with pytest.raises(RuntimeError, match="Jacobian mismatch"):
+        agrad.autograd.gradcheck(_wrong_backward(agrad).apply,
+                                 (agrad.tensor(x, dtype=agrad.float64, requires_grad=True),), fast_mode=fast_mode)
+
+
+def test_fast_mode_evaluates_the_function_a_few_times_not_per_element() -> None:
+    calls = []
+
+    def f(a: agrad.Tensor) -> agrad.Tensor:
+        calls.append(1)
+        return (a * a).sum(0)
+
+    x = agrad.randn(20, 30, dtype=agrad.float64, requires_grad=True)
+    assert agrad.autograd.gradcheck(f, (x,), fast_mode=True)
+    assert len(calls) <= 4  # the outputs once, then two evaluations along one direction
+    calls.clear()
+    assert agrad.autograd.gradgradcheck(f, (x,), fast_mode=True)
+    assert len(calls) <= 8
