@@ -606,7 +606,7 @@ def _inplace(fn: Callable[..., Tensor], name: str) -> Callable[..., Tensor]:
                     "modified inplace. You should replace the inplace operation by an out-of-place one."
                 )
         target = self._data
-        if not _backends.writeable(target):  # Note [Writing into expanded tensors]
+        if type(target) is _ndarray and not target.flags.writeable:  # Note [Writing into expanded tensors]
             target = writable_target(self, name)
         src = self
         if recording and base is not None:
