@@ -21,8 +21,9 @@ import contextlib
 import threading
 import warnings
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from contextvars import ContextVar
 from typing import Any
 
 from agrad import autograd
@@ -36,7 +37,7 @@ from agrad.random import fork_rng, get_rng_state, set_rng_state
 
 __all__ = [
     "checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction", "check_backward_validity",
-    "detach_variable", "noop_context_fn",
+    "detach_variable", "noop_context_fn", "set_checkpoint_early_stop",
 ]
 
 
@@ -307,6 +308,38 @@ def _identity(x: Tensor) -> Tensor:
     return x
 
 
+# The innermost set_checkpoint_early_stop's value, None outside any: it
+# overrides checkpoint(early_stop=) for checkpoints made in its context.
+_early_stop: ContextVar[bool | None] = ContextVar("agrad_checkpoint_early_stop", default=None)
+
+
+@contextlib.contextmanager
+def set_checkpoint_early_stop(enable: bool) -> Iterator[None]:
+    """Whether non-reentrant checkpoints made in this block stop recomputing early.
+
+    By default (``early_stop=True`` of :func:`checkpoint`) the recomputation
+    of a ``use_reentrant=False`` checkpoint stops as soon as every tensor the
+    backward needs is recomputed; the rest of the function does not run.
+    ``set_checkpoint_early_stop(False)`` makes the recomputations of the
+    checkpoints *made* (forward run) in the block run the whole function, as
+    PyTorch's does, whatever their ``early_stop`` argument.  The setting lives
+    in a context variable: other asyncio tasks are unaffected.
+
+    Example::
+
+        >>> from agrad.utils.checkpoint import checkpoint, set_checkpoint_early_stop
+        >>> x = agrad.ones(3, requires_grad=True)
+        >>> with set_checkpoint_early_stop(False):
+        ...     y = checkpoint(lambda t: t.exp().sin(), x, use_reentrant=False)
+        >>> y.sum().backward_sync()
+    """
+    token = _early_stop.set(bool(enable))
+    try:
+        yield
+    finally:
+        _early_stop.reset(token)
+
+
 def _checkpoint_without_reentrant(
     function: Callable[..., Any], preserve_rng_state: bool,
     context_fn: Callable[[], tuple[AbstractContextManager[Any], AbstractContextManager[Any]]],
@@ -329,7 +362,9 @@ def _checkpoint_without_reentrant(
 
     if not grad_enabled.get():
         return function(*args, **kwargs)
-    frame = _Frame(recompute_fn, args, early_stop, _DETERMINISM_CHECKS[determinism_check])
+    override = _early_stop.get()
+    frame = _Frame(recompute_fn, args, early_stop if override is None else override,
+                   _DETERMINISM_CHECKS[determinism_check])
     completed = False
     with saved_tensors_hooks(frame.pack, frame.unpack), forward_context:
         ret = function(*args, **kwargs)
@@ -392,7 +427,8 @@ def checkpoint(
         debug: accepted for compatibility and ignored: agrad has no operator
             log to print (``use_reentrant=False`` only).
         early_stop: stop the recomputation as soon as every needed tensor is
-            recomputed (``use_reentrant=False`` only).
+            recomputed (``use_reentrant=False`` only); overridden by
+            :func:`set_checkpoint_early_stop` around the call.
         preserve_rng_state: stash the default generator's state in the forward
             and restore it for the recomputation, so random ops (dropout) draw
             the same numbers; the generator's state outside is left unchanged.

@@ -5,6 +5,7 @@ checked sample by sample in tests/ops/test_op_table.py."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -543,3 +544,30 @@ def test_fast_mode_evaluates_the_function_a_few_times_not_per_element() -> None:
     calls.clear()
     assert agrad.autograd.gradgradcheck(f, (x,), fast_mode=True)
     assert len(calls) <= 8
+
+
+# -- set_checkpoint_early_stop ---------------------------------------------------------------
+
+
+@requires_torch
+@pytest.mark.parametrize("enable", [None, True, False])
+@pytest.mark.parametrize("early_stop_arg", [True, False])
+def test_set_checkpoint_early_stop_matches_torch(enable: bool | None, early_stop_arg: bool) -> None:
+    runs = {}
+    for lib in (agrad, torch):
+        tail_runs: list[int] = []
+
+        def fn(t: Any, tail_runs: list[int] = tail_runs) -> Any:
+            out = t.exp().sin()  # the last op that saves a tensor
+            tail_runs.append(1)  # after it: skipped by an early-stopped recomputation
+            return out
+
+        x = lib.ones(3, requires_grad=True)
+        ctx = lib.utils.checkpoint.set_checkpoint_early_stop(enable) if enable is not None else contextlib.nullcontext()
+        with ctx:
+            y = lib.utils.checkpoint.checkpoint(fn, x, use_reentrant=False, early_stop=early_stop_arg)
+        y.sum().backward_sync() if lib is agrad else y.sum().backward()
+        runs[lib.__name__] = (len(tail_runs), x.grad.tolist())
+    assert runs["agrad"][0] == runs["torch"][0]
+    np.testing.assert_allclose(runs["agrad"][1], runs["torch"][1], rtol=1e-6)
+    assert runs["agrad"][0] == (1 if (early_stop_arg if enable is None else enable) else 2)
