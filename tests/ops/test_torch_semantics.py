@@ -310,3 +310,18 @@ def test_prod_with_zeros_passes_gradgradcheck(zeros: int, kw: dict) -> None:
     x = agrad.tensor(_with_zeros(zeros), requires_grad=True)
     assert gradcheck(lambda t: t.prod(**kw), [x])
     assert gradgradcheck(lambda t: t.prod(**kw), [x])
+
+
+@pytest.mark.parametrize("fn", [
+    lambda L, x: L.relu(x), lambda L, x: x.abs(), lambda L, x: x.sign(), lambda L, x: x.clamp(0.5, 2.5),
+    lambda L, x: L.nn.functional.relu(x),
+])
+def test_nan_gradients_of_relu_abs_sign_match_torch(fn: Callable[[Any, Any], Any]) -> None:
+    data = [1.0, nan, -1.0, 0.0, 3.0]
+    x = agrad.tensor(data, requires_grad=True)
+    t = torch.tensor(data, requires_grad=True)
+    out, expected = fn(agrad, x), fn(torch, t)
+    _close(out, expected)
+    out.backward_sync(agrad.ones_like(out))
+    expected.backward(torch.ones_like(expected))
+    _close(x.grad, t.grad)
