@@ -181,8 +181,9 @@ def dot(xp, input, tensor):
        samples=lambda rng: [((_r(rng, 3), _r(rng, 4)), {})])
 def outer(xp, input, vec2):
     """Outer product of two 1-D tensors."""
-    if input.ndim != 1 or vec2.ndim != 1:
-        raise RuntimeError(f"outer: expected 1D tensors, but got {input.ndim}D and {vec2.ndim}D tensors")
+    for name, a in (("self", input), ("vec2", vec2)):
+        if a.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {a.ndim}-D")
     return xp.multiply.outer(input, vec2)
 
 

@@ -763,7 +763,7 @@ def _scatter_src_grad(g: Tensor, index: Tensor, dim: int, src_shape: tuple[int, 
                             ((_r(rng), 0, np.array(0), _r(rng)), {})])
 def _scatter_add(xp, input, index, src, *, dim):
     """``input`` with ``src`` added at ``index`` along ``dim``, summing repeats (backs ``scatter_add``)."""
-    _gather_check(input, index, dim, "scatter_add")
+    _gather_check(input, index, dim, "scatter")  # PyTorch's name in the dtype error
     out = input.copy()
     if index.size == 0:
         return out

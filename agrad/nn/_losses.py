@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from agrad import _backends
+from agrad import _backends, _dtype
 from agrad._ops._common import _grids
 from agrad._ops._elementwise import exp, log, sigmoid, tanh, where
 from agrad._ops._elementwise import relu as _relu
@@ -160,12 +160,20 @@ def _class_weight(weight: Tensor, input: Tensor) -> Tensor:
     return weight.reshape(1, -1, *([1] * (input.ndim - 2)))
 
 
+# PyTorch's names of the integer dtypes in its messages.
+_TYPE_NAMES = {_dtype.int64: "Long", _dtype.int32: "Int", _dtype.int16: "Short", _dtype.int8: "Char",
+               _dtype.uint8: "Byte", _dtype.bool: "Bool"}
+
+
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
                   ignore_index: int = -100, reduce: Any = None, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
     """Cross entropy between logits ``input`` and class indices (or class probabilities) ``target``."""
     class_dim = 1 if input.ndim > 1 else 0
     logp = log_softmax(input, class_dim)
+    if isinstance(target, Tensor) and target.shape == input.shape and not target.is_floating_point():
+        raise RuntimeError("Expected floating point type for target with class probabilities, got "
+                           f"{_TYPE_NAMES.get(target.dtype, target.dtype)}")
     if isinstance(target, Tensor) and target.is_floating_point():
         n = input.shape[class_dim]
         if label_smoothing:

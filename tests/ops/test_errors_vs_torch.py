@@ -124,6 +124,12 @@ CASES: list[tuple[str, Callable[[Any], Any], str | None]] = [
     # losses, split, dtypes
     ("cross_entropy_batch", lambda L: _F(L).cross_entropy(L.ones(2, 3), L.tensor([0, 1, 2])), None),
     ("nll_loss_batch", lambda L: _F(L).nll_loss(L.ones(2, 3), L.tensor([0, 1, 2])), None),
+    ("cross_entropy_integer_probabilities", lambda L: _F(L).cross_entropy(L.ones(3), L.tensor([0, 1, 2])), None),
+    ("cross_entropy_bool_probabilities",
+     lambda L: _F(L).cross_entropy(L.ones(2, 3), L.ones(2, 3, dtype=L.bool)), None),
+    ("outer_self_2d", lambda L: L.outer(L.ones(2, 2), L.ones(3)), None),
+    ("outer_vec2_2d", lambda L: L.outer(L.ones(2), L.ones(3, 3)), None),
+    ("scatter_add_float_index", lambda L: L.scatter_add(L.ones(2, 3), 1, L.tensor([[0.0]]), L.ones(1, 1)), None),
     ("split_sizes", lambda L: L.ones(5).split([2, 2]), None),
     ("bool_rsub", lambda L: 1 - L.tensor([True]), None),
     ("bool_sub_bools", lambda L: L.tensor([True]) - L.tensor([False]), None),
