@@ -39,16 +39,19 @@ class Tally:
     trials: Counter[str] = field(default_factory=Counter)  # per mechanism
     outcomes: Counter[str] = field(default_factory=Counter)
     violations: list[str] = field(default_factory=list)
+    violated: Counter[str] = field(default_factory=Counter)  # violations per mechanism
     mismatches: dict[str, str] = field(default_factory=dict)  # catalogue cases that differ from torch
     seconds: float = 0.0
 
-    def violation(self, seed: int, what: str, problems: list[str]) -> None:
+    def violation(self, seed: int, what: str, problems: list[str], mechanism: str = "") -> None:
         self.violations.append(f"[{self.part}] seed={seed} {what}: " + "; ".join(problems))
+        self.violated[mechanism or self.part] += 1
 
     def merge(self, other: Tally) -> None:
         self.trials.update(other.trials)
         self.outcomes.update(other.outcomes)
         self.violations += other.violations
+        self.violated.update(other.violated)
         self.mismatches.update(other.mismatches)
         self.seconds += other.seconds
 

@@ -201,7 +201,8 @@ async def trial(seed: int, tally: Tally, backend: str) -> None:
                         tg.start_soon(one, i)
 
     what = f"{backend} {name} on {graph.describe()}"
-    tally.trials[f"{backend}: {name}"] += 1
+    mechanism_name = f"{backend}: {name}"
+    tally.trials[mechanism_name] += 1
     problems: list[str] = []
     try:
         await mechanism(body, rs)
@@ -219,7 +220,7 @@ async def trial(seed: int, tally: Tally, backend: str) -> None:
     problems += await _invariants.settle_async()
     problems += await _invariants.engine_works_async()
     if problems:
-        tally.violation(seed, what, problems)
+        tally.violation(seed, what, problems, mechanism_name)
 
 
 async def soak(trials: int, seed: int, backend: str) -> Tally:

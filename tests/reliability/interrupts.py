@@ -46,7 +46,7 @@ def _inside_call(tb: TracebackType | None) -> bool:
 
 
 def _check_after(tally: Tally, seed: int, what: str, graph: _graphs.Graph, before: _invariants.Snapshot,
-                 added: list[_graphs.Contribution], problems: list[str] | None = None) -> None:
+                 added: list[_graphs.Contribution], mechanism: str, problems: list[str] | None = None) -> None:
     problems = (problems or []) + _invariants.provisional_problems()
     now = _invariants.grad_problems(graph.leaves, before, added)
     problems += now + _invariants.settle_sync()
@@ -55,7 +55,7 @@ def _check_after(tally: Tally, seed: int, what: str, graph: _graphs.Graph, befor
     problems += _invariants.provisional_problems()
     problems += _invariants.engine_works_sync()
     if problems:
-        tally.violation(seed, what, problems)
+        tally.violation(seed, what, problems, mechanism)
 
 
 def sigint_trial(seed: int, tally: Tally, retries: int = 5) -> None:
@@ -98,16 +98,16 @@ def sigint_trial(seed: int, tally: Tally, retries: int = 5) -> None:
         what = f"SIGINT after {time.perf_counter() - start:.4f}s on {graph.describe()}"
         if escaped:
             tally.trials["SIGINT: escaped backward_sync"] += 1
-            _check_after(tally, seed, what, graph, before, [], surfaced)
+            _check_after(tally, seed, what, graph, before, [], "SIGINT: escaped backward_sync", surfaced)
             return
         if len(results) == len(graph.calls):  # returned; the interrupt landed after it or not at all
             tally.trials["SIGINT: call returned"] += 1
             added = [ref for ref, c in zip(reference, graph.calls) if c.mode == "backward"]
-            _check_after(tally, seed, what, graph, before, added)
+            _check_after(tally, seed, what, graph, before, added, "SIGINT: call returned")
             problems = _invariants.result_problems(
                 [r if c.mode == "grad" else None for r, c in zip(results, graph.calls)], reference)
             if problems:
-                tally.violation(seed, what, problems)
+                tally.violation(seed, what, problems, "SIGINT: call returned")
             return
         tally.outcomes["SIGINT landed outside the call, before it returned: retried"] += 1
     tally.outcomes["SIGINT never landed in the call"] += 1
@@ -154,15 +154,18 @@ def node_raise_trial(seed: int, tally: Tally) -> None:
     root = graph.calls[0].root + extra.sum()
     before = _invariants.snapshot(graph.leaves)
     what = f"{exc_type.__name__} from a {how} on {graph.describe()}"
-    tally.trials[f"{exc_type.__name__} from a {how}"] += 1
+    mechanism = f"{exc_type.__name__} from a {how}"
+    tally.trials[mechanism] += 1
     try:
         with _graphs.options(graph):
             root.backward_sync()
     except exc_type:
         pass
+    except BaseException as exc:  # noqa: BLE001  (must not escape: a KeyboardInterrupt would stop the run)
+        tally.violation(seed, what, [f"raised {type(exc).__name__} instead: {exc}"], mechanism)
     else:
-        tally.violation(seed, what, ["the backward returned"])
-    _check_after(tally, seed, what, graph, before, [])
+        tally.violation(seed, what, ["the backward returned"], mechanism)
+    _check_after(tally, seed, what, graph, before, [], mechanism)
 
 
 def soak(trials: int, seed: int) -> Tally:

@@ -7,11 +7,9 @@ from typing import Any
 import pytest
 
 from tests.reliability import cancellation
+from tests.reliability.run import LIGHT
 
 pytestmark = pytest.mark.anyio
-
-TRIALS = 80
-SEED = 20_000
 
 
 def backend_name(anyio_backend: Any) -> str:
@@ -22,6 +20,6 @@ def backend_name(anyio_backend: Any) -> str:
 async def test_cancelled_backwards_change_no_grad_and_leave_nothing_running(anyio_backend: Any) -> None:
     """Seeded trials, every cancellation mechanism of the loop: a cancelled call changes no ``.grad``,
     one that returned added exactly its gradient, and the engine is quiet and usable afterwards."""
-    tally = await cancellation.soak(TRIALS, SEED, backend_name(anyio_backend))
-    assert sum(tally.trials.values()) == TRIALS
+    tally = await cancellation.soak(LIGHT.cancellations, LIGHT.seed, backend_name(anyio_backend))
+    assert sum(tally.trials.values()) == LIGHT.cancellations
     assert not tally.violations, tally.report()
