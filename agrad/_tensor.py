@@ -218,6 +218,33 @@ class Tensor:
         from agrad._repr import tensor_repr
         return tensor_repr(self)
 
+    # -- copying -------------------------------------------------------------
+    # Note [Pickling tensors]
+    # ~~~~~~~~~~~~~~~~~~~~~~~
+    # As PyTorch's ``Tensor.__reduce_ex__``: a pickle holds the data (a view's
+    # own elements; it does not share memory with anything once loaded), the
+    # dtype and ``requires_grad``, nothing of the graph: ``grad``, ``grad_fn``
+    # and hooks are dropped, so a non-leaf that requires grad loads as a leaf
+    # that requires grad.  ``copy.deepcopy`` is PyTorch's too: leaves only, and
+    # ``.grad`` is copied along.
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        return _rebuild_tensor, (self._data, self.requires_grad)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "Tensor":
+        if self._grad_fn is not None:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at the "
+                "moment.  If you were attempting to deepcopy a module, this may be because of a "
+                "torch.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001"
+            )
+        if id(self) in memo:
+            return memo[id(self)]
+        new = _rebuild_tensor(self._data.copy(), self._requires_grad)
+        memo[id(self)] = new
+        if self._grad is not None:
+            new._grad = self._grad.__deepcopy__(memo)
+        return new
+
     # -- autograd state ----------------------------------------------------
     @property
     def requires_grad(self) -> bool:
@@ -480,3 +507,10 @@ class Tensor:
         """Blocking twin of :meth:`backward`, callable from any thread."""
         from agrad.autograd import backward_sync
         backward_sync(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+def _rebuild_tensor(data: Any, requires_grad: bool) -> Tensor:
+    """A leaf holding ``data`` (an unpickled or copied array); Note [Pickling tensors]."""
+    t = Tensor._make(data)
+    t._requires_grad = requires_grad
+    return t

@@ -571,3 +571,52 @@ def test_set_checkpoint_early_stop_matches_torch(enable: bool | None, early_stop
     assert runs["agrad"][0] == runs["torch"][0]
     np.testing.assert_allclose(runs["agrad"][1], runs["torch"][1], rtol=1e-6)
     assert runs["agrad"][0] == (1 if (early_stop_arg if enable is None else enable) else 2)
+
+
+# -- pickling --------------------------------------------------------------------------------
+
+
+@requires_torch
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.tensor([1.0, 2.0], requires_grad=True),
+    lambda lib: lib.tensor([1.0, 2.0], requires_grad=True) * 2,  # a non-leaf: loads as a leaf that requires grad
+    lambda lib: lib.arange(6.0).reshape(2, 3)[:, 1],  # a view: loads with its own memory
+    lambda lib: lib.tensor([1, 2], dtype=lib.int32),
+    lambda lib: lib.tensor(3.0, dtype=lib.float64),
+    lambda lib: (lib.tensor([1.0], requires_grad=True) * 2).detach(),
+], ids=["leaf", "non_leaf", "view", "int32", "scalar_f64", "detached"])
+def test_pickle_round_trip_matches_torch(make: Callable[[Any], Any]) -> None:
+    import pickle
+
+    ours, theirs = make(agrad), make(torch)
+    for t in (ours, theirs):
+        if t.is_leaf and t.requires_grad:
+            t.grad = t.detach() * 0 + 1  # not pickled by either
+    a, b = pickle.loads(pickle.dumps(ours)), pickle.loads(pickle.dumps(theirs))
+    np.testing.assert_array_equal(a.numpy(force=True), b.detach().numpy())
+    assert a.dtype.name == str(b.dtype).removeprefix("torch.")
+    assert (a.requires_grad, a.is_leaf, a.grad, a._base) == (b.requires_grad, b.is_leaf, None, None)
+    assert b.grad is None and b._base is None
+    if a.requires_grad:
+        (a * a).sum().backward_sync()
+        (b * b).sum().backward()
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy())
+    if a.ndim and a.numel() > 1:
+        with agrad.no_grad():
+            a[0] = 7  # its own memory: the original is unchanged
+        assert ours.tolist() != a.tolist()
+
+
+@requires_torch
+def test_deepcopy_copies_leaves_with_grad_and_refuses_non_leaves_as_torch() -> None:
+    import copy
+
+    for lib in (agrad, torch):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        x.grad = lib.ones(2)
+        y = copy.deepcopy(x)
+        assert y.requires_grad and y.is_leaf and y.grad.tolist() == [1.0, 1.0] and y.grad is not x.grad
+        both = copy.deepcopy([x, x])
+        assert both[0] is both[1]
+        with pytest.raises(RuntimeError, match="Only Tensors created explicitly by the user .graph leaves. support"):
+            copy.deepcopy(x * 2)
