@@ -930,6 +930,10 @@ def select(xp, input, *, dim, index):
 # input that requires grad, carry ``_multi_output`` ("Output <i> of <Op>"),
 # which views of them inherit (``_make_view``), and the in-place path
 # (``_inplace``) raises on it while recording.  Views made otherwise hold None.
+# A deliberate difference: the op table records one output per node, so
+# ``unbind``'s outputs are ``select`` views, each with its own SelectBackward0
+# (PyTorch: one UnbindBackward0 whose output_nr is the index); the gradients,
+# views and in-place errors are PyTorch's.
 def _mark_multi_output(views: tuple[Tensor, ...], op: str) -> tuple[Tensor, ...]:
     """Mark ``views``, the outputs of ``op``, as multi-output views if recorded."""
     for i, v in enumerate(views):
