@@ -89,7 +89,10 @@ def div(xp, input, other):
 # (``exponent + flat``: 1 where the exponent is 0), not a second ``where``, so
 # that a create_graph backward saves only the masks PyTorch's formulas save
 # for saved-tensor hooks to see.  A Python-number exponent takes PyTorch's
-# ``pow_backward(Scalar)`` branch, which saves no mask at all.
+# ``pow_backward(Scalar)`` branch, which saves no mask at all.  A deliberate
+# difference follows: second derivatives at those flat points are 0 here,
+# where PyTorch's are NaN (its discarded branch is 0 * inf there); elsewhere
+# they are PyTorch's (tests/ops/test_torch_semantics.py).
 def _pow_grad_base(g: Tensor, input: Tensor, exponent: Tensor) -> Tensor:
     if _is_constant(exponent):  # Note [Scalar constants]
         e = exponent.item()
