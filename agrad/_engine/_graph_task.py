@@ -37,7 +37,7 @@ from agrad._engine._interrupts import deferred_interrupts
 from agrad._engine._options import EngineOptions
 from agrad._engine._ready_queue import ReadyQueue
 from agrad._grad_mode import grad_enabled
-from agrad._graph._anomaly import anomaly_check_nan, anomaly_enabled
+from agrad._graph._anomaly import anomaly_check_nan, anomaly_enabled, warn_error_detected
 from agrad._graph._node import Edge, Node
 from agrad._tensor import Tensor
 
@@ -1027,6 +1027,8 @@ def _annotate(exc: BaseException, node: Node) -> None:
     """Name the failing node on the exception (once, at the innermost node)."""
     if getattr(exc, "_agrad_node", None) is None:
         exc._agrad_node = node.name()  # type: ignore[attr-defined]
+        if anomaly_enabled.get():
+            warn_error_detected(node.name(), node._trace)
         exc.add_note(f"(raised while running the backward of {node.name()})")
         if node._trace:
             exc.add_note("Traceback of the forward call that created the node:\n" + "".join(node._trace))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from contextvars import ContextVar
 
 anomaly_enabled: ContextVar[bool] = ContextVar("agrad_anomaly_enabled", default=False)
@@ -19,6 +20,12 @@ class detect_anomaly:
     def __init__(self, check_nan: bool = True) -> None:
         self.check_nan = check_nan
         self._prev: list[tuple[bool, bool]] = []
+        warnings.warn(  # on construction, as PyTorch (set_detect_anomaly does not warn)
+            "Anomaly Detection has been enabled. This mode will increase the runtime and should only be "
+            "enabled for debugging.",
+            UserWarning,
+            stacklevel=2,
+        )
 
     def __enter__(self) -> None:
         self._prev.append((anomaly_enabled.get(), anomaly_check_nan.get()))
@@ -35,8 +42,8 @@ class set_detect_anomaly(detect_anomaly):
     """Set anomaly detection on or off; as a context manager, restore on exit."""
 
     def __init__(self, mode: bool, check_nan: bool = True) -> None:
-        super().__init__(check_nan)
-        self._prev.append((anomaly_enabled.get(), anomaly_check_nan.get()))
+        self.check_nan = check_nan
+        self._prev = [(anomaly_enabled.get(), anomaly_check_nan.get())]
         anomaly_enabled.set(bool(mode))
         anomaly_check_nan.set(check_nan)
 
@@ -50,3 +57,13 @@ def is_anomaly_enabled() -> bool:
 
 def is_anomaly_check_nan_enabled() -> bool:
     return anomaly_check_nan.get()
+
+
+def warn_error_detected(name: str, trace: list[str] | None) -> None:
+    """PyTorch's warning when a backward fails in anomaly mode (AnomalyMetadata::print_stack)."""
+    if trace:
+        detail = "Traceback of forward call that caused the error:\n" + "".join(trace)
+    else:
+        detail = ("No forward pass information available. Enable detect anomaly during forward pass for more "
+                  "information.")
+    warnings.warn(f"Error detected in {name}. {detail}", UserWarning, stacklevel=2)

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from agrad._backends import zeros
 from agrad._device import CPU
 from agrad._grad_mode import grad_enabled, no_grad
+from agrad._graph._anomaly import anomaly_enabled
 from agrad._graph._node import _FREED, Edge, Node, SavedTensor, input_meta
 from agrad._tensor import Tensor
 
@@ -76,7 +78,11 @@ class BackwardCFunction(Node, FunctionCtx):
             self._cleared = True
         return tensors
 
-    saved_variables = saved_tensors
+    @property
+    def saved_variables(self) -> tuple[Tensor | None, ...]:
+        """Deprecated alias of ``saved_tensors``, as in PyTorch."""
+        warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning, stacklevel=2)
+        return self.saved_tensors
 
     def apply(self, grads: list[Any], task: Any) -> Any:
         if self.materialize_grads:
@@ -248,6 +254,8 @@ def _wrap_outputs(ctx: BackwardCFunction, args: Sequence[Any], output: Any, reco
                       else SavedTensor(t) for t in ctx.to_save]
         ctx._work = (sum(o._data.size for o in wrapped if isinstance(o, Tensor))
                      + sum(t._data.size for t in ctx.to_save if t is not None))
+        if anomaly_enabled.get():
+            ctx._record_trace()
     else:
         ctx._saved = list(ctx.to_save)
     # The outputs point at ctx (their grad_fn); ctx must not point back at them,

@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from agrad._backends import transfer
+from agrad._backends import transfer, zeros
 from agrad._device import CPU
 from agrad._tensor import Tensor
+from agrad.autograd.function import Function
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
@@ -97,6 +98,59 @@ def _fast_check(func: Callable[..., Any], inputs: tuple[Any, ...], diff_inputs: 
     return None
 
 
+class _UndefinedGrad(Function):
+    """Identity whose backward sends an undefined (None) gradient on, as PyTorch's
+    ``torch._C._functions.UndefinedGrad``."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor) -> Tensor:
+        return x
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> None:
+        return None
+
+
+def _undefined_grad_check(func: Callable[..., Any], inputs: tuple[Any, ...],
+                          diff_inputs: list[Tensor]) -> str | None:
+    """PyTorch's ``_test_undefined_backward_mode``: every backward must accept
+    undefined output gradients (all at once, and one at a time) and give
+    undefined or zero input gradients when all of them are.  The failure
+    message, or None."""
+    from agrad.autograd import grad_sync
+
+    def undefined(outs: list[Tensor], which: int | None) -> list[Tensor]:
+        return [_UndefinedGrad.apply(o) if which is None or k == which else o for k, o in enumerate(outs)]
+
+    to_check = [undefined(_differentiable_outputs(_as_tuple(func(*inputs))), None)]
+    if len(to_check[0]) > 1:  # one undefined at a time must work too
+        to_check += [undefined(_differentiable_outputs(_as_tuple(func(*inputs))), k) for k in range(len(to_check[0]))]
+    for outs in to_check:
+        zero_grads = [Tensor._make(zeros(o._data.shape, o._data.dtype, o.device)) for o in outs]
+        try:
+            grads = grad_sync(outs, diff_inputs, zero_grads, allow_unused=True)
+        except RuntimeError:
+            _warn_bc_breaking()
+            return ("Expected backward function to handle undefined output grads. Please look at \"Notes about "
+                    "undefined output gradients\" in \"tools/autograd/derivatives.yaml\"")
+        if any(g is not None and _host(g).any() for g in grads):
+            _warn_bc_breaking()
+            return ("Expected all input grads to be undefined or zero when all output grads are undefined or "
+                    "zero. Please look at \"Notes about undefined output gradients\" in "
+                    "\"tools/autograd/derivatives.yaml\"")
+    return None
+
+
+def _warn_bc_breaking() -> None:
+    warnings.warn(
+        "Backwards compatibility: New undefined gradient support checking feature is enabled by default, but it "
+        "may break existing callers of this function. If this is true for you, you can call this function with "
+        "\"check_undefined_grad=False\" to disable the feature",
+        UserWarning,
+        stacklevel=4,
+    )
+
+
 def gradcheck(
     func: Callable[..., Any],
     inputs: Any,
@@ -152,25 +206,31 @@ def gradcheck(
 
     if fast_mode:
         msg = _fast_check(func, inputs, diff_inputs, outputs, eps, atol, rtol)
-        return True if msg is None else fail(msg)
-    for i, x in enumerate(diff_inputs):
-        numerical = _numerical_jacobian(func, inputs, x, n_out, eps)
-        for k, out in enumerate(outputs):
-            analytical = np.zeros((x.numel(), out.numel()))
-            for col in range(out.numel()):
-                onehot = np.zeros(out.numel(), dtype=out._data.dtype)
-                onehot[col] = 1
-                (g,) = grad_sync(out, x, Tensor._make(transfer(onehot.reshape(out.shape), out.device)),
-                                 retain_graph=True, allow_unused=True)
-                if g is not None:
-                    if g.shape != x.shape:
-                        return fail(f"Gradient has incorrect size for input {i}: {g.shape} vs {x.shape}")
-                    analytical[:, col] = _host(g)
-            if not np.allclose(analytical, numerical[k], rtol=rtol, atol=atol, equal_nan=True):
-                return fail(
-                    f"Jacobian mismatch for output {k} with respect to input {i},\n"
-                    f"numerical:{numerical[k]}\nanalytical:{analytical}\n"
-                )
+        if msg is not None:
+            return fail(msg)
+    else:
+        for i, x in enumerate(diff_inputs):
+            numerical = _numerical_jacobian(func, inputs, x, n_out, eps)
+            for k, out in enumerate(outputs):
+                analytical = np.zeros((x.numel(), out.numel()))
+                for col in range(out.numel()):
+                    onehot = np.zeros(out.numel(), dtype=out._data.dtype)
+                    onehot[col] = 1
+                    (g,) = grad_sync(out, x, Tensor._make(transfer(onehot.reshape(out.shape), out.device)),
+                                     retain_graph=True, allow_unused=True)
+                    if g is not None:
+                        if g.shape != x.shape:
+                            return fail(f"Gradient has incorrect size for input {i}: {g.shape} vs {x.shape}")
+                        analytical[:, col] = _host(g)
+                if not np.allclose(analytical, numerical[k], rtol=rtol, atol=atol, equal_nan=True):
+                    return fail(
+                        f"Jacobian mismatch for output {k} with respect to input {i},\n"
+                        f"numerical:{numerical[k]}\nanalytical:{analytical}\n"
+                    )
+    if check_undefined_grad:
+        msg = _undefined_grad_check(func, inputs, diff_inputs)
+        if msg is not None:
+            return fail(msg)
     return True
 
 

@@ -440,3 +440,113 @@ def test_pow_double_backward_packs_masks_only_where_torch_does(exponent):
                                                                                                    create_graph=True)
         dtypes[lib] = [str(d).split(".")[-1] for d in seen if str(d).endswith("bool")]
     assert dtypes[agrad] == dtypes[torch]
+
+
+# -- item 23: PyTorch's warnings, and gradcheck's undefined-grad check ---------------
+def _raising_function(lib):
+    class Bad(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            raise ValueError("boom")
+
+    return Bad
+
+
+@requires_torch
+def test_detect_anomaly_warns_when_constructed(lib):
+    with pytest.warns(UserWarning, match="Anomaly Detection has been enabled. This mode will increase the runtime"):
+        mode = lib.autograd.detect_anomaly()
+    with mode:
+        assert lib.is_anomaly_enabled()
+    with lib.autograd.set_detect_anomaly(True):  # no warning (filterwarnings = error)
+        assert lib.is_anomaly_enabled()
+
+
+@requires_torch
+@pytest.mark.parametrize("forward_anomaly", [True, False])
+def test_backward_error_in_anomaly_mode_warns_with_the_forward_trace(lib, forward_anomaly):
+    x = lib.ones(2, requires_grad=True)
+    with lib.autograd.set_detect_anomaly(forward_anomaly):
+        y = _raising_function(lib).apply(x).sum()
+    detail = "Traceback of forward call that caused the error:\n" if forward_anomaly else "No forward pass information"
+    with lib.autograd.set_detect_anomaly(True), pytest.raises(ValueError, match="boom"):
+        with pytest.warns(UserWarning, match="Error detected in BadBackward. " + detail) as record:
+            y.backward() if lib is torch else y.backward_sync()
+    if forward_anomaly:
+        assert "test_autograd_semantics.py" in str(record[0].message)  # the forward's frame
+
+
+@requires_torch
+def test_backward_error_outside_anomaly_mode_does_not_warn(lib):
+    x = lib.ones(2, requires_grad=True)
+    with lib.autograd.set_detect_anomaly(True):
+        y = _raising_function(lib).apply(x).sum()
+    with pytest.raises(ValueError, match="boom"):
+        y.backward() if lib is torch else y.backward_sync()
+
+
+@requires_torch
+def test_saved_variables_is_deprecated(lib):
+    class Square(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            with pytest.warns(DeprecationWarning, match="'saved_variables' is deprecated; use 'saved_tensors'"):
+                (x,) = ctx.saved_variables
+            return 2 * x * g
+
+    x = lib.tensor([3.0], requires_grad=True)
+    y = Square.apply(x).sum()
+    (g,) = lib.autograd.grad(y, [x]) if lib is torch else lib.autograd.grad_sync(y, [x])
+    assert g.tolist() == [6.0]
+
+
+def _undefined_grad_functions(lib):
+    class RefusesUndefined(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            if g is None:
+                raise RuntimeError("undefined gradient")
+            return g * 2
+
+    class NonZeroForUndefined(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            ctx.shape = x.shape
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return lib.ones(ctx.shape, dtype=lib.float64) if g is None else g * 2
+
+    return RefusesUndefined, NonZeroForUndefined
+
+
+@requires_torch
+@pytest.mark.parametrize("fast_mode", [False, True])
+def test_gradcheck_checks_undefined_output_grads(lib, fast_mode):
+    refuses, nonzero = _undefined_grad_functions(lib)
+    x = lib.tensor([0.5, 1.5, 2.0], dtype=lib.float64, requires_grad=True)
+    gradcheck = lib.autograd.gradcheck
+    for fn, message in ((refuses, "Expected backward function to handle undefined output grads"),
+                        (nonzero, "Expected all input grads to be undefined or zero")):
+        with pytest.warns(UserWarning, match="Backwards compatibility: New undefined gradient support checking"):
+            with pytest.raises(RuntimeError, match=message):  # GradcheckError, a RuntimeError in both
+                gradcheck(fn.apply, (x,), fast_mode=fast_mode)
+        with pytest.warns(UserWarning, match="Backwards compatibility"):
+            assert gradcheck(fn.apply, (x,), fast_mode=fast_mode, raise_exception=False) is False
+        assert gradcheck(fn.apply, (x,), fast_mode=fast_mode, check_undefined_grad=False)
