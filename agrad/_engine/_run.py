@@ -27,6 +27,14 @@ def _as_tuple(x: Any, what: str) -> tuple[Any, ...]:
     raise TypeError(f"{what} must be a Tensor or a sequence of Tensors, got {type(x).__name__}")
 
 
+def _roots(x: Any, what: str) -> tuple[Any, ...]:
+    """The ``tensors``/``outputs`` argument as a tuple: unlike the optional
+    arguments it may not be None (PyTorch iterates it and raises)."""
+    if x is None:
+        raise TypeError("'NoneType' object is not iterable")
+    return _as_tuple(x, what)
+
+
 def _make_grads(outputs: Sequence[Tensor], grads: Sequence[Any]) -> list[Tensor]:
     """Check or create the gradient of each root (PyTorch's ``_make_grads``)."""
     new = []
@@ -96,7 +104,7 @@ def _new_task(outputs: tuple[Tensor, ...], grad_outputs: Any, retain_graph: bool
 def backward_task(tensors: Any, grad_tensors: Any, retain_graph: bool | None, create_graph: bool,
                   inputs: Any) -> GraphTask:
     """The GraphTask of ``agrad.autograd.backward``."""
-    outputs = _as_tuple(tensors, "tensors")
+    outputs = _roots(tensors, "tensors")
     ins = None
     if inputs is not None:
         ins = _as_tuple(inputs, "inputs")
@@ -127,7 +135,7 @@ def grad_task(outputs: Any, inputs: Any, grad_outputs: Any, retain_graph: bool |
     if is_grads_batched:
         raise NotImplementedError("agrad.autograd.grad does not support is_grads_batched=True yet")
     allow_unused = materialize_grads if allow_unused is None else allow_unused
-    outs = _as_tuple(outputs, "outputs")
+    outs = _roots(outputs, "outputs")
     ins = _as_tuple(inputs, "inputs")
     if not ins:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")

@@ -42,7 +42,7 @@ from agrad._grad_mode import grad_enabled
 from agrad._graph._anomaly import anomaly_enabled
 from agrad._graph._node import _FREED, Node, SavedTensor, before_in_place, single_input_meta
 from agrad._ops._memory import writable_target, write_through
-from agrad._tensor import Tensor, mark_inference
+from agrad._tensor import InferenceCounter, Tensor, mark_inference
 
 __all__ = ["OpDef", "defop", "apply", "identity", "REGISTRY"]
 
@@ -399,6 +399,11 @@ def apply(op: OpDef, args: Sequence[Any], attrs: dict[str, Any]) -> Tensor:
         raise err from None
     result = Tensor._make(out)
     if op.view and out.base is not None and arrays[0] is tensors[0]._data and xp.may_share_memory(out, arrays[0]):
+        if type(tensors[0]._version_counter) is InferenceCounter:
+            # A view of an inference tensor is an inference tensor, in any mode,
+            # which autograd does not track (PyTorch: not _is_view(), no grad_fn).
+            result._version_counter = tensors[0]._version_counter
+            return result
         _make_view(op, attrs, tensors[0], result, xp)
     if not grad_enabled.get():
         if result._base is None:

@@ -583,8 +583,9 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
         if step < 0 or (step == 0 and size != 0):
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
         if size == 0:
-            return (_slice_along(tensor, d, 0, 0),)
-        return tuple(_slice_along(tensor, d, s, min(s + step, size)) for s in range(0, size, step))
+            return _mark_multi_output((_slice_along(tensor, d, 0, 0),), "Split")
+        return _mark_multi_output(
+            tuple(_slice_along(tensor, d, s, min(s + step, size)) for s in range(0, size, step)), "Split")
     sections = [int(s) for s in split_size_or_sections]
     if sum(sections) != size or any(s < 0 for s in sections):
         raise RuntimeError(
@@ -595,7 +596,7 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
     for s in sections:
         out.append(_slice_along(tensor, d, start, start + s))
         start += s
-    return tuple(out)
+    return _mark_multi_output(tuple(out), "SplitWithSizes")  # Note [Multi-output views]
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
@@ -608,7 +609,7 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     size = input.shape[d]
     step = -(-size // chunks)
     if step == 0:
-        return tuple(_slice_along(input, d, 0, 0) for _ in range(chunks))
+        return _mark_multi_output(tuple(_slice_along(input, d, 0, 0) for _ in range(chunks)), "Split")
     return split(input, step, d)
 
 

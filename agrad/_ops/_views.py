@@ -12,6 +12,14 @@ op's other inputs).  The view's own ``grad_fn`` is then re-derived from the
 base (Note [View grad_fn regeneration]).  Unlike PyTorch's CopySlices this one
 is an ordinary table op whose rules are written in agrad ops, so higher-order
 gradients flow through it too.
+
+The op's input on the view's side is a *fresh* replay of the view on the
+base's old history (``view_source``), not the view's own ``grad_fn``: PyTorch's
+CopySlices routes the region's gradient straight into the base's history, so
+the view's old node never runs, and hooks registered on the view before the
+write, which live on that node, do not fire (Note [Hooks when grad_fn changes]).
+A custom Function that marks a view input dirty is rebased the same way, its
+node in the in-place op's place (``_wrap_outputs``).
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from agrad import _dtype
+from agrad._backends import on
 from agrad._ops._common import _r
 from agrad._ops._memory import writable_alias, write_through
 from agrad._ops._registry import REGISTRY, _as_constant, defop, identity, record
@@ -46,7 +55,7 @@ def _region(view: Any, out: Any) -> Any:
 
 
 @defop(vjp=(lambda g, view: _zero_region(g, view=view), lambda g, view: view[1](g)),
-       node="agrad::autograd::CopySlices")
+       node="agrad::autograd::CopySlices", release=True)
 def _copy_slices(xp, base, value, *, view):
     """``base`` with the region selected by ``view`` replaced by ``value``."""
     out = base.copy()
@@ -63,9 +72,19 @@ def rebase_view(view: Tensor, value: Tensor) -> None:
     history = Tensor._make(base._data, base._grad_fn, base._output_nr)
     history._requires_grad = base._requires_grad
     history._accumulator = base._accumulator
-    record(REGISTRY["copy_slices"], (history, value), {"view": view._view_fn}, base)
+    rebased = record(REGISTRY["copy_slices"], (history, value), {"view": view._view_fn}, Tensor._make(base._data))
+    base._set_grad_fn(rebased._grad_fn, 0)  # Note [Hooks when grad_fn changes]
     view._view_version = -1  # stale: the next use replays the view on the new base
     view._refresh_view()
+
+
+def view_source(view: Tensor) -> Tensor:
+    """The input of an in-place op on ``view``: a copy of its values (the op may
+    save them; the write overwrites them) on a fresh replay of the view on its
+    base's history.  See Note [CopySlices]."""
+    with on(view.device):
+        data = view._data.copy()
+    return Tensor._make(data, *view._view_history())
 
 
 @defop(vjp=(lambda g: g * 0, identity), node="CopyBackwards", inplace=("copy_",),
@@ -91,7 +110,7 @@ _INDEX_SAMPLES = lambda rng: [  # noqa: E731
 
 @defop(vjp=(lambda g, index: _index_zeroed(g, index=index), lambda g, index: g[index]),
        node="IndexPutBackward0", inplace=("_index_put_",), samples=_INDEX_SAMPLES,
-       ref=lambda torch: _torch_index_put)
+       ref=lambda torch: _torch_index_put, release=True)
 def _index_put(xp, input, value, *, index):
     """``input`` with ``input[index] = value`` (advanced indexing; backs ``__setitem__``)."""
     out = input.copy()

@@ -550,3 +550,26 @@ def test_gradcheck_checks_undefined_output_grads(lib, fast_mode):
         with pytest.warns(UserWarning, match="Backwards compatibility"):
             assert gradcheck(fn.apply, (x,), fast_mode=fast_mode, raise_exception=False) is False
         assert gradcheck(fn.apply, (x,), fast_mode=fast_mode, check_undefined_grad=False)
+
+
+@pytest.mark.parametrize("requires_grad", [True, False])
+def test_inference_mode_inf_tensor_in_normal_mode_view_op(lib, requires_grad):
+    with lib.inference_mode():
+        c = lib.ones(1, 2, 3, requires_grad=requires_grad)
+    out = c.view(-1)
+    assert out.is_inference() and not out.requires_grad and not out._is_view() and out.is_leaf
+
+
+@pytest.mark.parametrize("requires_grad", [True, False])
+def test_mix_inference_and_normal_tensors(lib, requires_grad):
+    s = lib.ones(1, 2, 3, requires_grad=requires_grad)
+    with lib.inference_mode():
+        c = lib.ones(1, 2, 3, requires_grad=requires_grad)
+    out = c.add(s)  # add saves nothing: allowed
+    assert not out.is_inference() and out.requires_grad == requires_grad
+    if requires_grad:  # a leaf inference tensor requiring grad still gets its gradient
+        out.backward(lib.ones_like(out)) if lib is torch else out.backward_sync(lib.ones_like(out))
+        assert c.grad.tolist() == lib.ones_like(c).tolist()
+    tmp1, tmp2 = c.view_as(s), s.view_as(c)
+    assert tmp1.is_inference() and not tmp1.requires_grad
+    assert not tmp2.is_inference() and tmp2.requires_grad == requires_grad
