@@ -110,8 +110,7 @@ def _tensors_as_scalars(data: Any) -> Any:
     PyTorch reads ``tensor([a, b])``: a tensor of more than one element is
     refused, values that require grad are copied with one warning when grad
     mode is on (numpy would instead stack multi-element tensors and refuse the
-    others).  A float tensor's value counts as a Python float (PyTorch keeps
-    its dtype)."""
+    others).  Their dtypes count in the inferred one (``_scalar_type``)."""
     grads: list[bool] = []
 
     def scalars(x: Any) -> Any:
@@ -144,14 +143,48 @@ def _infer(data: Any) -> tuple[np.ndarray, np.dtype]:
         _dtype.from_numpy_dtype(data.dtype)
         arr = np.asarray(data)
         return arr, arr.dtype
-    arr = np.asarray(_tensors_as_scalars(data))
-    if arr.dtype.kind == "f":
-        return arr, _dtype.get_default_dtype().np
-    if arr.dtype.kind in "iu":
-        return arr, np.dtype(np.int64)
-    if arr.dtype.kind == "b":
-        return arr, arr.dtype
-    raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+    inferred, has_tensors = _scalar_type(data)  # first: numpy would not name a bad element
+    return np.asarray(_tensors_as_scalars(data) if has_tensors else data), inferred.np
+
+
+_PY_SCALARS = (bool, int, float)  # bool first: it is an int too
+
+
+def _python_scalar_type(kind: type) -> _dtype.dtype:
+    return _dtype.bool if kind is bool else _dtype.int64 if kind is int else _dtype.get_default_dtype()
+
+
+def _scalar_type(data: Any) -> tuple[_dtype.dtype, bool]:
+    """PyTorch's ``infer_scalar_type``, and whether ``data`` holds a tensor.
+
+    A Python float is the default dtype, an int int64, a bool bool; tensors
+    and numpy scalars or arrays keep their dtype; a sequence promotes its
+    elements' (so ``[float64 tensor, 1.0]`` is float64); an empty one is the
+    default dtype.  Elements of one Python type are classed in one C-speed
+    pass (``set(map(type, ...))``); only the others are visited one by one."""
+    if isinstance(data, Tensor):
+        return data.dtype, True
+    if isinstance(data, (np.ndarray, np.generic)):
+        return _dtype.from_numpy_dtype(data.dtype), False
+    for kind in _PY_SCALARS:
+        if isinstance(data, kind):
+            return _python_scalar_type(kind), False
+    if not isinstance(data, (list, tuple)):
+        raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+    types = set(map(type, data))
+    out: _dtype.dtype | None = None
+    for kind in _PY_SCALARS:
+        if kind in types:
+            dt = _python_scalar_type(kind)
+            out = dt if out is None else _dtype._promote_pair(out, dt)
+    has_tensors = False
+    if not types.issubset(_PY_SCALARS):
+        for element in data:
+            if type(element) not in _PY_SCALARS:
+                dt, tensors = _scalar_type(element)
+                out = dt if out is None else _dtype._promote_pair(out, dt)
+                has_tensors = has_tensors or tensors
+    return (_dtype.get_default_dtype() if out is None else out), has_tensors
 
 
 def _cast(arr: np.ndarray, np_dtype: np.dtype, copy: bool) -> np.ndarray:

@@ -128,6 +128,18 @@ def test_numbers_out_of_range_raise_like_torch(fn: Callable[[Any], Any]) -> None
     _assert_like_torch(fn)
 
 
+@pytest.mark.parametrize("data", [
+    lambda L: [L.tensor(0.1, dtype=L.float64)], lambda L: [L.tensor(0.1, dtype=L.float64), 1 / 3],
+    lambda L: [[L.tensor(1e300, dtype=L.float64)], [0.5]], lambda L: [np.float64(0.1), 0.2],
+    lambda L: [np.float32(0.1), 1], lambda L: [L.tensor(1), 2.5], lambda L: [np.int32(3), 4],
+    lambda L: [[1, 2], [3.5, 4]], lambda L: [np.int8(1), np.uint8(2)],
+    lambda L: [], lambda L: [True, 2],
+])
+def test_tensor_infers_the_dtype_of_its_elements_like_torch(data: Callable[[Any], Any]) -> None:
+    # A float64 element keeps the list float64: its values never pass through float32.
+    _assert_like_torch(lambda L: (lambda t: (str(t.dtype).split(".")[1], t.tolist()))(L.tensor(data(L))))
+
+
 def test_float64_leaf_keeps_python_floats_exactly_through_backward() -> None:
     x = agrad.tensor([0.1, 1e300], dtype=agrad.float64, requires_grad=True)
     (x * 0.1).sum().backward_sync()
