@@ -11,7 +11,7 @@ import numpy as np
 from agrad import _backends, _dtype
 from agrad._ops import _elementwise
 from agrad._ops._common import _axis, _expand_reduced, _grids, _r, _reduced_count
-from agrad._ops._elementwise import abs, exp, logical_and, logical_or, where
+from agrad._ops._elementwise import abs, exp, logical_and, logical_or, sign, where
 from agrad._ops._registry import defop
 from agrad._ops._shape import _wrap_dim
 from agrad._tensor import Tensor
@@ -389,16 +389,44 @@ def _norm2(xp, input, *, dim=None, keepdim=False):
     return xp.sqrt(xp.sum(input * input, axis=_axis(dim), keepdims=keepdim))
 
 
+def _norm_inf_grad(g: Tensor, input: Tensor, out: Tensor, dim, keepdim) -> Tensor:  # type: ignore[no-untyped-def]
+    # PyTorch's linalg_vector_norm_backward for ord = +-inf: the gradient splits
+    # among the elements whose magnitude is the norm, or is NaN (whose sign,
+    # and so gradient, is 0), not to a whole slice as amax's would.
+    magnitude = abs(input.detach())
+    mask = logical_or(magnitude == _expand_reduced(out.detach(), input.shape, dim, keepdim), magnitude != magnitude)
+    g = _expand_reduced(g, input.shape, dim, keepdim)
+    return sign(input) * (g / mask.sum(dim=dim, keepdim=True) * mask)
+
+
+def _norm_inf_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
+    x = _r(rng, 3, 4)
+    return [((x,), {"ord": math.inf}), ((x,), {"ord": -math.inf, "dim": 1}),
+            ((x,), {"ord": math.inf, "dim": 0, "keepdim": True}), ((x,), {"ord": -math.inf, "dim": (0, 1)})]
+
+
+@defop(ref=lambda torch: lambda x, ord, dim=None, keepdim=False: torch.linalg.vector_norm(x, ord, dim, keepdim),
+       vjp=_norm_inf_grad, node="LinalgVectorNormBackward0", to_float=True, samples=_norm_inf_samples)
+def _norm_inf(xp, input, *, ord, dim=None, keepdim=False):  # noqa: A002 - mirrors torch's ord
+    """The largest (``ord=inf``) or smallest (``-inf``) magnitude over ``dim``."""
+    axis = _axis(dim)
+    empty = [d for d in ((axis,) if isinstance(axis, int) else axis or ()) if input.shape[d] == 0]
+    if input.size == 0 and (dim is None or empty):
+        place = ("an empty tensor because" if dim is None
+                 else f"the dimension {empty[0]} because this dimension is empty and")
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on {place} the operation "
+                           "does not have an identity")
+    return (xp.amax if ord > 0 else xp.amin)(xp.abs(input), axis=axis, keepdims=keepdim)
+
+
 def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False) -> Tensor:  # type: ignore[no-untyped-def]
     """The ``ord``-norm of ``x`` over ``dim`` (all elements by default), as ``torch.linalg.vector_norm``."""
     if ord == 2:
         return _norm2(x, dim=dim, keepdim=keepdim)
     if ord == 1:
         return abs(x).sum(dim=dim, keepdim=keepdim)
-    if ord == float("inf"):
-        return amax(abs(x), dim=dim, keepdim=keepdim)
-    if ord == float("-inf"):
-        return amin(abs(x), dim=dim, keepdim=keepdim)
+    if ord in (math.inf, -math.inf):
+        return _norm_inf(x, ord=ord, dim=dim, keepdim=keepdim)
     if ord == 0:
         return (x != 0).sum(dim=dim, keepdim=keepdim).to(x.dtype)
     return (abs(x) ** ord).sum(dim=dim, keepdim=keepdim) ** (1.0 / ord)
