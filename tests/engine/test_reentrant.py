@@ -30,6 +30,7 @@ import agrad
 from agrad._engine._graph_task import current_graph_task
 from agrad.autograd.graph import engine_options
 from tests.engine.conftest import Api
+from tests.helpers import collect_only_new_objects
 
 pytestmark = pytest.mark.anyio
 
@@ -289,41 +290,42 @@ async def test_cancellation_at_random_depths_changes_nothing_and_leaks_nothing(a
     Nest = nest_function(blocking=False)
     rs = random.Random(5)
     cancelled = 0
-    for trial in range(150):
-        x, w = leaves()
-        probe = Probe()
-        y = Nest.apply(x, 120, w, probe, None)
-        node = weakref.ref(y.grad_fn)
-        at = rs.randrange(0, 121)
-        with anyio.CancelScope() as scope:
-            if trial % 2:
-                scope.deadline = anyio.current_time() + rs.uniform(0, 0.01)
+    with collect_only_new_objects():  # Note [Collecting per trial]
+        for trial in range(150):
+            x, w = leaves()
+            probe = Probe()
+            y = Nest.apply(x, 120, w, probe, None)
+            node = weakref.ref(y.grad_fn)
+            at = rs.randrange(0, 121)
+            with anyio.CancelScope() as scope:
+                if trial % 2:
+                    scope.deadline = anyio.current_time() + rs.uniform(0, 0.01)
+                else:
+                    original = probe.record
+
+                    def record(in_task: bool, at: int = at, original: Any = original, probe: Probe = probe,
+                               scope: anyio.CancelScope = scope) -> None:
+                        original(in_task)
+                        if len(probe.depths) > at:
+                            scope.cancel()
+
+                    probe.record = record  # type: ignore[method-assign]
+                with engine_options(max_recursion_depth=8):
+                    await y.backward()
+            if scope.cancelled_caught:
+                cancelled += 1
+                assert x.grad is None and w.grad is None
             else:
-                original = probe.record
-
-                def record(in_task: bool, at: int = at, original: Any = original, probe: Probe = probe,
-                           scope: anyio.CancelScope = scope) -> None:
-                    original(in_task)
-                    if len(probe.depths) > at:
-                        scope.cancel()
-
-                probe.record = record  # type: ignore[method-assign]
-            with engine_options(max_recursion_depth=8):
-                await y.backward()
-        if scope.cancelled_caught:
-            cancelled += 1
-            assert x.grad is None and w.grad is None
-        else:
-            assert (x.grad.item(), w.grad.item()) == (1.0, 120.0)
-        del y
-        # Something in the event loop's or anyio's cancellation machinery keeps
-        # the cancellation's traceback (and so the graph's frames) until the
-        # loop's next pass; observed on asyncio and trio for any awaited
-        # coroutine cancelled inside an async backward, before reentrance too.
-        await anyio.lowlevel.checkpoint()
-        gc.collect()
-        assert node() is None
-        assert current_graph_task.get() is None
+                assert (x.grad.item(), w.grad.item()) == (1.0, 120.0)
+            del y
+            # Something in the event loop's or anyio's cancellation machinery keeps
+            # the cancellation's traceback (and so the graph's frames) until the
+            # loop's next pass; observed on asyncio and trio for any awaited
+            # coroutine cancelled inside an async backward, before reentrance too.
+            await anyio.lowlevel.checkpoint()
+            gc.collect()
+            assert node() is None
+            assert current_graph_task.get() is None
     assert cancelled >= 75
     x, w, _ = await run_nest(Api(blocking=False), blocking_backward=False, depth=120, max_depth=8)
     assert (x.grad.item(), w.grad.item()) == (3.0, 120.0)
