@@ -12,8 +12,9 @@ block, never inside it.
 
 from __future__ import annotations
 
-import signal
+import _signal  # ``signal``'s C module: no enum conversions (1.5 us per swap, not 25)
 import threading
+from signal import SIGINT
 from types import FrameType, TracebackType
 from typing import Any
 
@@ -38,9 +39,9 @@ class deferred_interrupts:
     def __enter__(self) -> None:
         if threading.get_ident() != _MAIN:
             return
-        handler = signal.getsignal(signal.SIGINT)
+        handler = _signal.getsignal(SIGINT)
         if callable(handler):
-            signal.signal(signal.SIGINT, self._record)
+            _signal.signal(SIGINT, self._record)
             self._handler = handler
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -49,8 +50,8 @@ class deferred_interrupts:
         if handler is None:
             return
         self._handler = None
-        signal.signal(signal.SIGINT, handler)
+        _signal.signal(SIGINT, handler)
         if self._caught:
             frame = self._caught[0]
             self._caught.clear()
-            handler(signal.SIGINT, frame)
+            handler(SIGINT, frame)
