@@ -780,14 +780,14 @@ class GraphTask:
             with deferred_interrupts():
                 self._apply_commit(plan)
 
-    def _plan_commit(self) -> list[tuple[Tensor, Tensor | None, Tensor, bool]]:
+    def _plan_commit(self) -> list[_Change]:
         """Phase one of the commit: ``(variable, old, grad, in_place)`` per staged
         gradient, where ``grad`` is the new ``.grad`` or, in place, what to add
         to ``old``.  Changes no ``.grad``."""
         create_graph = self.create_graph
         seen = self._owned
         provisional = self.parent is not None
-        plan = []
+        plan: list[_Change] = []
         for variable, grad, is_leaf in self.staged.values():
             if not create_graph:
                 grad = grad.detach()
@@ -821,18 +821,19 @@ class GraphTask:
                 plan.append((variable, old, old + grad, False))
         return plan
 
-    def _apply_commit(self, plan: list[tuple[Tensor, Tensor | None, Tensor, bool]]) -> None:
+    def _apply_commit(self, plan: list[_Change]) -> None:
         """Phase two of the commit: apply ``plan``; nothing here can fail."""
         provisional = self.parent is not None
         for variable, old, grad, in_place in plan:
-            if in_place:
+            new = grad
+            if in_place and old is not None:
                 with on(variable.device):
-                    np.add(old._data, grad._data, out=old._data, casting="unsafe")  # type: ignore[union-attr]
-                old._bump_version()  # type: ignore[union-attr]
+                    np.add(old._data, grad._data, out=old._data, casting="unsafe")
+                old._bump_version()
+                new = old
             else:
                 variable._grad = grad
             if provisional:
-                new = variable._grad
                 _PROVISIONAL.add(id(new))
                 self._journal.append((variable, old, new, new._version))
         if provisional:  # the parent answers for every commit below it now
@@ -906,6 +907,11 @@ class GraphTask:
 
 def _nothing() -> None:
     pass
+
+
+# One leaf's change in a commit's plan: (variable, old .grad, new .grad or what
+# to add to old in place, in place?); see Note [Atomic commit].
+_Change = tuple[Tensor, "Tensor | None", Tensor, bool]
 
 
 # A job's chain ends after this many nodes or elements of work (Note [Offloaded chains]).
