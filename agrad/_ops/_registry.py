@@ -599,17 +599,9 @@ def _inplace(fn: Callable[..., Tensor], name: str) -> Callable[..., Tensor]:
         self._check_inplace_allowed()  # Note [Inference tensors]; in PyTorch's order of the checks
         base = self._base
         if recording and base is not None:
+            from agrad._ops._views import check_view_write
             self._refresh_view()
-            if base._grad_fn is None and base._requires_grad:
-                raise RuntimeError(
-                    "a view of a leaf Variable that requires grad is being used in an in-place operation."
-                )
-            if self._multi_output is not None:  # Note [Multi-output views]
-                raise RuntimeError(
-                    f"{self._multi_output} is a view and is being modified inplace. This view is the output of a "
-                    "function that returns multiple views. Such functions do not allow the output views to be "
-                    "modified inplace. You should replace the inplace operation by an out-of-place one."
-                )
+            check_view_write(self)
         target = self._data
         if type(target) is _ndarray and not target.flags.writeable:  # Note [Writing into expanded tensors]
             target = writable_target(self, name)

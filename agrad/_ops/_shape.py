@@ -930,7 +930,8 @@ def select(xp, input, *, dim, index):
 # returns multiple views").  Such outputs, when created in grad mode from an
 # input that requires grad, carry ``_multi_output`` ("Output <i> of <Op>"),
 # which views of them inherit (``_make_view``), and the in-place path
-# (``_inplace``) raises on it while recording.  Views made otherwise hold None.
+# (``_inplace``) and a custom Function's ``mark_dirty`` raise on it while
+# recording (``_views.check_view_write``).  Views made otherwise hold None.
 # A deliberate difference: the op table records one output per node, so
 # ``unbind``'s outputs are ``select`` views, each with its own SelectBackward0
 # (PyTorch: one UnbindBackward0 whose output_nr is the index); the gradients,

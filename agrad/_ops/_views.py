@@ -78,6 +78,21 @@ def rebase_view(view: Tensor, value: Tensor) -> None:
     view._refresh_view()
 
 
+def check_view_write(view: Tensor) -> None:
+    """Refuse a recorded in-place write into ``view`` (an op's or a custom
+    Function's) where PyTorch does: a view of a leaf that requires grad, or an
+    output of an op that returns several views (Note [Multi-output views])."""
+    base = view._base
+    if base is not None and base._grad_fn is None and base._requires_grad:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    if view._multi_output is not None:
+        raise RuntimeError(
+            f"{view._multi_output} is a view and is being modified inplace. This view is the output of a function "
+            "that returns multiple views. Such functions do not allow the output views to be modified inplace. "
+            "You should replace the inplace operation by an out-of-place one."
+        )
+
+
 def view_source(view: Tensor) -> Tensor:
     """The input of an in-place op on ``view``: a copy of its values (the op may
     save them; the write overwrites them) on a fresh replay of the view on its

@@ -226,9 +226,11 @@ def _wrap_outputs(ctx: BackwardCFunction, args: Sequence[Any], output: Any, reco
     outputs = (output,) if single else output
     dirty = ctx.dirty_tensors
     non_diff = ctx.non_differentiable
+    for d in dirty:
+        d._bump_version()  # as PyTorch's mark_dirty, recording or not
     if recording:
         for d in dirty:
-            _check_dirty(d)
+            _check_dirty(d, len(outputs))
         ctx.set_next_edges([_input_edge(a, dirty) for a in args])
     wrapped = []
     for i, o in enumerate(outputs):
@@ -264,13 +266,23 @@ def _wrap_outputs(ctx: BackwardCFunction, args: Sequence[Any], output: Any, reco
     return wrapped[0] if single else tuple(wrapped)
 
 
-def _check_dirty(t: Tensor) -> None:
-    """Refuse, as an in-place op does, to record a write into a leaf that requires grad or a view of one."""
+def _check_dirty(t: Tensor, n_outputs: int) -> None:
+    """Refuse, as an in-place op does, to record a write into a leaf that requires grad or into a view
+    where an in-place op may not write (``check_view_write``); and, as PyTorch, a Function that writes
+    into a view and returns several outputs."""
     if t._grad_fn is None and t._requires_grad:
         raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
-    base = t._base
-    if base is not None and base._grad_fn is None and base._requires_grad:
-        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    if t._base is not None and n_outputs > 1:
+        raise RuntimeError(
+            "If your Function modifies inplace an input that is a view of another Tensor, your Function cannot "
+            "return more than one Tensor. This is not supported by the current autograd engine. You should either "
+            "make sure the input is not a view (using .clone() for example) or make your Function only return one "
+            "Tensor (potentially splitting it into two Functions: one doing the inplace that returns a single "
+            "Tensor and a second one that does the other operations)."
+        )
+    if t._base is not None:
+        from agrad._ops._views import check_view_write
+        check_view_write(t)
 
 
 # Note [Dirty views]

@@ -121,6 +121,21 @@ def test_mark_dirty_on_a_view_bypasses_its_hooks_and_moves_retain_grad() -> None
     assert both(scenario) == ([], [1.0, 1.0])
 
 
+def test_mark_dirty_bumps_the_version_recording_or_not() -> None:
+    def scenario(lib: Any) -> Any:
+        x = lib.ones(2, requires_grad=True).clone()
+        _add(lib).apply(x, lib.ones(2, requires_grad=True))
+        base = lib.ones(2, 2, requires_grad=True).clone()
+        v = base[0]
+        _add(lib).apply(v, lib.ones(2, requires_grad=True))
+        with lib.no_grad():
+            plain = lib.ones(2)
+            _add(lib).apply(plain, lib.ones(2))
+        return x._version, base._version, v._version, plain._version
+
+    assert both(scenario) == (2, 2, 2, 2)
+
+
 def test_inplace_on_view_python() -> None:
     """PyTorch's test of the same name: two dirty views of one base, checked by gradcheck and gradgradcheck."""
     for lib in (agrad, torch):
@@ -404,6 +419,23 @@ def _cases(lib: Any) -> dict[str, Any]:
             write(split(lib.ones(4, requires_grad=True) * 1)[0])
         return run
 
+    def mark_dirty(t: Any) -> None:
+        _add(lib).apply(t, lib.ones(t.shape, requires_grad=True))
+
+    def dirty_view_two_outputs() -> None:
+        class AddAndDouble(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, x: Any, y: Any) -> Any:
+                x.add_(y)
+                ctx.mark_dirty(x)
+                return x, y * 2
+
+            @staticmethod
+            def backward(ctx: Any, g: Any, h: Any) -> Any:
+                return g, g + 2 * h
+
+        AddAndDouble.apply((lib.ones(2, 2, requires_grad=True) * 1)[0], lib.ones(2, requires_grad=True))
+
     def mul_(t: Any) -> None:
         t.mul_(2)
 
@@ -426,6 +458,8 @@ def _cases(lib: Any) -> dict[str, Any]:
         "in-place on chunk()": multi_output(lambda t: t.chunk(2), mul_),
         "in-place on unbind()": multi_output(lambda t: t.unbind(), mul_),
         "detach_ on split()": multi_output(lambda t: t.split(2), lambda t: t.detach_()),
+        "mark_dirty on split()": multi_output(lambda t: t.split(2), mark_dirty),
+        "mark_dirty on a view, two outputs": dirty_view_two_outputs,
         "autograd.backward(None)": lambda: (lib.autograd.backward_sync if lib is agrad
                                             else lib.autograd.backward)(None),
         "autograd.grad(None, x)": lambda: (lib.autograd.grad_sync if lib is agrad
