@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 
 from agrad import _backends, _dtype
+from agrad._grad_mode import grad_enabled
 from agrad._ops import _elementwise
-from agrad._ops._common import _axis, _expand_reduced, _grids, _r, _reduced_count
+from agrad._ops._common import _axis, _expand_reduced, _grids, _r, _reduced_count, _zeros_on
 from agrad._ops._elementwise import abs, exp, logical_and, logical_or, sign, where
 from agrad._ops._registry import defop
 from agrad._ops._shape import _wrap_dim
@@ -87,11 +88,17 @@ def log_softmax(xp, input, *, dim):
 # P in value, but written with the zero elements themselves they have the
 # right derivatives: up to any order with one or two zeros in a slice, and to
 # second order with more (where the gradient is 0 and its derivative too).
+# Beside an inf or NaN the values can differ from PyTorch's exclusive products
+# (P is then inf or NaN where PyTorch's product of the others may be finite),
+# except that a full product with several zeros has gradient 0 outside
+# create_graph, PyTorch's shortcut.
 def _prod_grad(g: Tensor, input: Tensor, out: Tensor, dim, keepdim) -> Tensor:  # type: ignore[no-untyped-def]
     g = _expand_reduced(g, input.shape, dim, keepdim)
     zero = input == 0
     if not bool(zero._data.any()):  # no zero anywhere: PyTorch's fast path
         return g * (_expand_reduced(out, input.shape, dim, keepdim) / input)
+    if dim is None and not grad_enabled.get() and int(zero._data.sum()) > 1:
+        return _zeros_on(input, input.shape)  # PyTorch's shortcut: 0, even beside an inf or NaN
     nz = zero.sum(dim=dim, keepdim=True)
     safe = where(zero, 1.0, input)
     others = prod(safe, dim=dim, keepdim=True) if dim is not None else prod(safe).reshape((1,) * input.ndim)

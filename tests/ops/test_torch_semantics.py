@@ -386,3 +386,12 @@ def test_inf_norm_of_empty_input_matches_torch(ord: float, shape_dim: tuple) -> 
     ours = _outcome(agrad, lambda L: L.linalg.vector_norm(L.zeros(shape), ord, dim=dim))
     theirs = _outcome(torch, lambda L: L.linalg.vector_norm(L.zeros(shape), ord, dim=dim))
     assert ours[0] == theirs[0] if isinstance(theirs, tuple) else ours == theirs
+
+
+def test_full_prod_with_two_zeros_beside_nan_has_zero_gradient_like_torch() -> None:
+    data = [[2.0, 0.0, nan], [inf, 0.0, 1.5]]
+    x = agrad.tensor(data, requires_grad=True)
+    t = torch.tensor(data, requires_grad=True)
+    x.prod().backward_sync()
+    t.prod().backward()
+    _close(x.grad, t.grad)
