@@ -38,14 +38,17 @@ _ndarray = np.ndarray
 # backward, written in place or set to require grad outside inference mode.
 # agrad marks one by the *type* of its version counter: an InferenceCounter,
 # which views share as they share any counter, so views of an inference tensor
-# are inference tensors and views of a normal tensor made in inference mode
-# are normal, as in PyTorch, and no per-tensor field or hot-path check is
-# added.  Its count still moves (in-place writes inside inference mode) but
-# nothing reads it: nothing saved ever holds an inference tensor.  Ops mark
-# their results only when they do not record (``_ops/_registry.apply``), so
-# under ``enable_grad()`` nested in ``inference_mode()`` agrad records a graph
-# of normal tensors where PyTorch records nothing: a deliberate difference
-# that keeps the mode check off the recording path.
+# are inference tensors (untracked by autograd, as in PyTorch) and views of a
+# normal tensor made in inference mode are normal.  No per-tensor field is
+# added, and the recording path pays one type check per saved tensor.  Its
+# count still moves (in-place writes inside inference mode) but nothing reads
+# it: nothing saved ever holds an inference tensor.  Ops mark their results
+# only when they do not record (``_ops/_registry.apply``), so under
+# ``enable_grad()`` nested in ``inference_mode()`` agrad records a graph of
+# normal tensors where PyTorch records nothing: a deliberate difference that
+# keeps the mode check off the recording path.  Another: an in-place write
+# refused outside inference mode leaves the data as it was (PyTorch has
+# written it when it raises).
 class InferenceCounter(list):  # type: ignore[type-arg]
     """The version counter of an inference tensor (Note [Inference tensors])."""
 
