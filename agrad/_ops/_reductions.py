@@ -11,7 +11,7 @@ import numpy as np
 from agrad import _backends, _dtype
 from agrad._grad_mode import grad_enabled
 from agrad._ops import _elementwise
-from agrad._ops._common import _axis, _expand_reduced, _grids, _r, _reduced_count, _zeros_on
+from agrad._ops._common import _axis, _expand_reduced, _grids, _quiet, _r, _reduced_count, _zeros_on
 from agrad._ops._elementwise import abs, exp, logical_and, logical_or, sign, where
 from agrad._ops._registry import defop
 from agrad._ops._shape import _wrap_dim
@@ -88,10 +88,10 @@ def log_softmax(xp, input, *, dim):
 # P in value, but written with the zero elements themselves they have the
 # right derivatives: up to any order with one or two zeros in a slice, and to
 # second order with more (where the gradient is 0 and its derivative too).
-# Beside an inf or NaN the values can differ from PyTorch's exclusive products
-# (P is then inf or NaN where PyTorch's product of the others may be finite),
-# except that a full product with several zeros has gradient 0 outside
-# create_graph, PyTorch's shortcut.
+# Beside an inf or NaN, P is inf or NaN where the product of the others may be
+# finite: there the value is PyTorch's own, the exclusive products computed
+# as a constant (``_exclusive_products``).  A full product with several zeros
+# has gradient 0 outside create_graph, PyTorch's shortcut.
 def _prod_grad(g: Tensor, input: Tensor, out: Tensor, dim, keepdim) -> Tensor:  # type: ignore[no-untyped-def]
     g = _expand_reduced(g, input.shape, dim, keepdim)
     zero = input == 0
@@ -99,6 +99,13 @@ def _prod_grad(g: Tensor, input: Tensor, out: Tensor, dim, keepdim) -> Tensor:  
         return g * (_expand_reduced(out, input.shape, dim, keepdim) / input)
     if dim is None and not grad_enabled.get() and int(zero._data.sum()) > 1:
         return _zeros_on(input, input.shape)  # PyTorch's shortcut: 0, even beside an inf or NaN
+    with np.errstate(all="ignore"):  # inf * 0 beside an inf or NaN: PyTorch is silent
+        return g * _others_product(input, zero, dim)
+
+
+def _others_product(input: Tensor, zero: Tensor, dim) -> Tensor:  # type: ignore[no-untyped-def]
+    """The product of the other elements along ``dim``, for an input holding
+    zeros (Note [Prod backward at zeros])."""
     nz = zero.sum(dim=dim, keepdim=True)
     safe = where(zero, 1.0, input)
     others = prod(safe, dim=dim, keepdim=True) if dim is not None else prod(safe).reshape((1,) * input.ndim)
@@ -107,7 +114,27 @@ def _prod_grad(g: Tensor, input: Tensor, out: Tensor, dim, keepdim) -> Tensor:  
     e2 = (e1 * e1 - (zeros_only * zeros_only).sum(dim=dim, keepdim=True)) / 2
     e = where(nz == 0, 1.0, where(nz == 1, e1, where(nz == 2, e2, 0.0)))
     e_other = where(nz == 1, 1.0, where(nz == 2, e1 - input, 0.0))
-    return g * where(zero, others * e_other, others * e / safe)
+    formula = where(zero, others * e_other, others * e / safe)
+    with _backends.on(input.device):
+        finite = Tensor._make(_backends.array_module(formula._data).isfinite(formula._data))
+    return where(finite, formula, _exclusive_products(input, dim))
+
+
+def _exclusive_products(input: Tensor, dim) -> Tensor:  # type: ignore[no-untyped-def]
+    """The product of the other elements along ``dim`` (of all, flattened, by
+    default) as PyTorch's prod_safe_zeros_backward computes it: exclusive
+    cumulative products from both ends, multiplied.  A constant."""
+    arr = input._data
+    with _backends.on(input.device):
+        xp = _backends.array_module(arr)
+        x = arr.reshape(-1) if dim is None else arr
+        axis = 0 if dim is None else dim % arr.ndim
+        n = x.shape[axis]
+        ones = xp.ones_like(xp.take(x, xp.arange(1), axis=axis))
+        head = xp.cumprod(xp.concatenate([ones, xp.take(x, xp.arange(n - 1), axis=axis)], axis=axis), axis=axis)
+        tail = xp.flip(xp.take(x, xp.arange(1, n), axis=axis), axis=axis)
+        tail = xp.flip(xp.cumprod(xp.concatenate([ones, tail], axis=axis), axis=axis), axis=axis)
+        return Tensor._make((head * tail).reshape(arr.shape))
 
 
 def _prod_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
@@ -123,6 +150,7 @@ def _prod_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
 
 @defop(ref=lambda torch: torch.prod, vjp=_prod_grad, node=("ProdBackward0", "ProdBackward1"),
        node_for=_reduction_node("Prod"), methods=("prod",), samples=_prod_samples)
+@_quiet
 def prod(xp, input, *, dim=None, keepdim=False):
     """Product over ``dim`` (all elements by default); integers and bools multiply to int64."""
     if dim is None and keepdim:

@@ -395,3 +395,20 @@ def test_full_prod_with_two_zeros_beside_nan_has_zero_gradient_like_torch() -> N
     x.prod().backward_sync()
     t.prod().backward()
     _close(x.grad, t.grad)
+
+
+@pytest.mark.parametrize("kw", PROD_KWS)
+@pytest.mark.parametrize("data", [
+    [[-inf, -0.0, nan], [inf, nan, 0.0], [inf, 1.0, 2.0]],
+    [[inf, 0.0, 2.0], [0.5, 0.0, 0.0], [3.0, -inf, 1.0]],
+    [[nan, 2.0, 0.0], [1.0, inf, 4.0], [0.0, 0.0, -2.0]],
+])
+def test_prod_gradient_beside_inf_and_nan_matches_torch(kw: dict, data: list) -> None:
+    # Note [Prod backward at zeros]: where the formula is not finite, PyTorch's exclusive products.
+    x = agrad.tensor(data, dtype=agrad.float64, requires_grad=True)
+    t = torch.tensor(data, dtype=torch.float64, requires_grad=True)
+    out, expected = x.prod(**kw), t.prod(**kw)
+    g = np.linspace(0.5, 1.5, out.numel()).reshape(out.shape)
+    out.backward_sync(agrad.tensor(g))
+    expected.backward(torch.tensor(g))
+    _close(x.grad, t.grad)
