@@ -24,7 +24,7 @@ from typing import Any
 
 from agrad._engine import _device_workers, _traps
 from agrad._engine._graph_task import SLICE_SPENT, DeviceIdle, DeviceJob, GraphTask, Offload, WaitKernels, _nothing
-from agrad._engine._interrupts import deferred_interrupts
+from agrad._engine._interrupts import cancel_on_interrupt, deferred_interrupts
 from agrad._engine._options import current_options
 from agrad._engine._pool import KernelPool, current_pool
 
@@ -186,8 +186,9 @@ class _CoroutineRunner:
             return _in_fresh_thread(_run_in_fresh_loop, aw)
         if self._loop is None:
             self._loop = asyncio.new_event_loop()
-        task = self._loop.create_task(_as_coroutine(aw), context=contextvars.copy_context())
-        return self._loop.run_until_complete(task)
+        with cancel_on_interrupt(self._loop) as interrupt:  # Note [Interrupting a private loop]
+            interrupt.task = self._loop.create_task(_as_coroutine(aw), context=contextvars.copy_context())
+            return self._loop.run_until_complete(interrupt.task)
 
 
 # Note [Never abandon a spilled thread]

@@ -9,8 +9,10 @@ Two kinds of trial, both on the main thread (Python delivers signals there):
   Where the interrupt landed is read from its traceback: through a frame of
   agrad, it escaped the call, and every ``.grad`` must be unchanged, and stay
   so after the timer is joined and the engine settled (no thread commits
-  later); anywhere else (before the call, or after it returned) the call
-  returned, and ``.grad`` must be before + the reference gradient.
+  later), unless the exception's note says it came after the call's commit
+  (Note [After the commit]): then that call's gradients must be whole;
+  anywhere else (before the call, or after it returned) the call returned,
+  and ``.grad`` must be before + the reference gradient.
 * **From inside a node** (:func:`node_raise_trial`): a tensor hook or a custom
   Function's backward raises KeyboardInterrupt, SystemExit or another
   BaseException at a random node; the call must raise it and change no ``.grad``.
@@ -29,6 +31,7 @@ from types import TracebackType
 from typing import Any
 
 import agrad
+from agrad._engine._graph_task import COMMITTED_NOTE
 from tests.reliability import _graphs, _invariants
 from tests.reliability._invariants import Tally
 
@@ -76,7 +79,7 @@ def sigint_trial(seed: int, tally: Tally, retries: int = 5) -> None:
         timer = threading.Timer(rs.uniform(0, 0.6 * span * (attempt + 1)), signal.pthread_kill,
                                 (threading.main_thread().ident, signal.SIGINT))
         results: list[Any] = []
-        escaped = False
+        escaped = committed = False
         surfaced: list[str] = []
         try:
             timer.start()
@@ -88,6 +91,8 @@ def sigint_trial(seed: int, tally: Tally, retries: int = 5) -> None:
                 pass
         except KeyboardInterrupt as exc:
             escaped = _inside_call(exc.__traceback__)
+            # Landed during or after the commit (Note [After the commit]): that call's gradients stand.
+            committed = COMMITTED_NOTE in getattr(exc, "__notes__", ())
             timer.join()
         except BaseException as exc:  # noqa: BLE001  (the interrupt turned into another exception)
             escaped = True
@@ -97,8 +102,11 @@ def sigint_trial(seed: int, tally: Tally, retries: int = 5) -> None:
             timer.cancel()
         what = f"SIGINT after {time.perf_counter() - start:.4f}s on {graph.describe()}"
         if escaped:
-            tally.trials["SIGINT: escaped backward_sync"] += 1
-            _check_after(tally, seed, what, graph, before, [], "SIGINT: escaped backward_sync", surfaced)
+            mechanism = "SIGINT: escaped backward_sync" + (" after its commit" if committed else "")
+            tally.trials[mechanism] += 1
+            done = len(results) + committed  # the calls whose gradients are in .grad
+            added = [ref for ref, c in zip(reference[:done], graph.calls[:done]) if c.mode == "backward"]
+            _check_after(tally, seed, what, graph, before, added, mechanism, surfaced)
             return
         if len(results) == len(graph.calls):  # returned; the interrupt landed after it or not at all
             tally.trials["SIGINT: call returned"] += 1
