@@ -74,7 +74,7 @@ class Tensor:
     __slots__ = (
         "_data", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_version_counter",
         "_accumulator", "_hooks", "_post_acc_hooks", "_retains_grad", "_base", "_view_fn", "_view_version",
-        "_multi_output", "__weakref__",
+        "_multi_output", "_creation", "__weakref__",
     )
 
     # numpy must defer to our reflected operators (ndarray * Tensor -> Tensor.__rmul__).
@@ -98,7 +98,7 @@ class Tensor:
         t._hooks = None
         t._post_acc_hooks = None
         t._retains_grad = False
-        t._base = None  # _view_fn, _view_version and _multi_output are set only on views
+        t._base = None  # _view_fn, _view_version, _multi_output and _creation are set only on views
         return t
 
     def _alias(self, grad_fn: "Node | None" = None, output_nr: int = 0) -> "Tensor":

@@ -485,6 +485,8 @@ def _make_view(op: OpDef, attrs: dict[str, Any], src: Tensor, view: Tensor, xp: 
     view._view_fn = (view_np, view_t)
     view._view_version = src._version_counter[0]
     view._multi_output = src._multi_output if src._base is not None else None  # Note [Multi-output views]
+    # Note [Where a view was made]: made now in no_grad mode, or as its source was
+    view._creation = "no_grad" if not grad_enabled.get() else src._creation if src._base is not None else None
 
 
 # Note [Variadic ops]
@@ -624,6 +626,9 @@ def _inplace(fn: Callable[..., Tensor], name: str) -> Callable[..., Tensor]:
             raise RuntimeError(
                 f"result type {result.dtype} can't be cast to the desired output type {self.dtype}"
             )
+        if recording and base is not None and result._grad_fn is not None:
+            from agrad._ops._views import check_recorded_view_write
+            check_recorded_view_write(self)
         mutating = before_in_place.get()
         if mutating is not None:
             mutating(self)  # Note [Mutation of saved tensors]

@@ -24,6 +24,7 @@ node in the in-place op's place (``_wrap_outputs``).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -90,6 +91,40 @@ def check_view_write(view: Tensor) -> None:
             f"{view._multi_output} is a view and is being modified inplace. This view is the output of a function "
             "that returns multiple views. Such functions do not allow the output views to be modified inplace. "
             "You should replace the inplace operation by an out-of-place one."
+        )
+
+
+# Note [Where a view was made]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# PyTorch's CreationMeta, for the cases agrad refuses here: a view made while
+# grad mode was off (``_creation == "no_grad"``) recorded no link to its base's
+# history, and a view returned by a custom Function (``"custom_function"``, set
+# by ``_wrap_outputs``) has that Function's node as its grad_fn, which a
+# CopySlices rebase would silently bypass.  Views of them inherit the mark
+# (``_make_view``; a view made in no_grad mode is "no_grad" whatever its
+# source).  An in-place write into such a view is refused when it would be
+# recorded (grad mode on and the result requires grad); inside no_grad, or
+# when nothing requires grad, it is allowed.  The check runs once the op's
+# out-of-place result is known, before anything is written.
+def check_recorded_view_write(view: Tensor) -> None:
+    """Refuse a recorded in-place write into a view made in no_grad mode or by a
+    custom Function; see Note [Where a view was made]."""
+    creation = view._creation
+    if creation == "no_grad":
+        raise RuntimeError(
+            "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that "
+            "this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both "
+            "the view and the inplace either both inside the no_grad block (if you don't want the inplace to be "
+            "tracked) or both outside (if you want the inplace to be tracked)."
+        )
+    if creation == "custom_function":
+        op = re.sub(r"Backward\d*$", "", view._grad_fn.name()) if view._grad_fn is not None else "a custom Function"
+        raise RuntimeError(
+            f"Output {view._output_nr} of {op} is a view and is being modified inplace. This view was created "
+            "inside a custom Function (or because an input was returned as-is) and the autograd logic to handle "
+            "view+inplace would override the custom backward associated with the custom Function, leading to "
+            "incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the "
+            "custom Function."
         )
 
 

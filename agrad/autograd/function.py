@@ -246,6 +246,8 @@ def _wrap_outputs(ctx: BackwardCFunction, args: Sequence[Any], output: Any, reco
                 rebase_view(o, o._alias(ctx, i))  # Note [CopySlices]
             else:
                 o._set_grad_fn(ctx, i)  # Note [Hooks when grad_fn changes]
+                if o._base is not None:
+                    o._creation = "custom_function"  # Note [Where a view was made]
         elif not is_dirty:
             o._requires_grad = False
         wrapped.append(o)
@@ -281,8 +283,9 @@ def _check_dirty(t: Tensor, n_outputs: int) -> None:
             "Tensor and a second one that does the other operations)."
         )
     if t._base is not None:
-        from agrad._ops._views import check_view_write
+        from agrad._ops._views import check_recorded_view_write, check_view_write
         check_view_write(t)
+        check_recorded_view_write(t)
 
 
 # Note [Dirty views]

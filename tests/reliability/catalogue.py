@@ -1015,7 +1015,6 @@ _INFERENCE = "not fixed yet: inference_mode is no_grad, without inference tensor
 KNOWN_MISMATCHES: dict[str, str] = {
     'backward inputs= a tensor that does not require grad': _MESSAGE,
     'backward through a saved input detached in place': _MESSAGE,
-    "in-place on a view of a custom Function's multiple outputs": _SILENT,
     'in-place float op on an int tensor': _MESSAGE,
     'in-place division of an int tensor': _MESSAGE,
     'in-place result dtype bool from float': _MESSAGE,
