@@ -170,8 +170,20 @@ class Function:
             "_forward_cls": cls, "is_async": is_async, "offload": cls.offload,
         })
 
+    # Note [Instantiated Functions]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # As in PyTorch, instantiating a Function only warns (old code builds one
+    # before calling ``apply`` on it, which works); calling the instance is
+    # the legacy non-static protocol, which raises PyTorch's RuntimeError.
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("agrad.autograd.Function is used through its apply() classmethod, not instantiated")
+        warnings.warn(f"{type(self)} should not be instantiated. Methods on autograd functions are all static, "
+                      "so you should invoke them on the class itself. Instantiating an autograd function will "
+                      "raise an error in a future version of PyTorch.", DeprecationWarning, stacklevel=2)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. Please use "
+                           "new-style autograd function with static forward method. (Example: "
+                           "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
 
     @staticmethod
     def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
