@@ -520,8 +520,11 @@ def test_grad_fn_name_is_class_name_plus_backward(fns, cls_name: str) -> None:
 
 
 def test_function_is_not_instantiated() -> None:
-    with pytest.raises(RuntimeError):
-        make_functions(agrad).Cube()
+    """As in PyTorch: instantiating warns, calling the instance raises (Note [Instantiated Functions])."""
+    with pytest.warns(DeprecationWarning, match="should not be instantiated"):
+        f = make_functions(agrad).Cube()
+    with pytest.raises(RuntimeError, match="non-static forward method is deprecated"):
+        f(vec(agrad, 1.0))
 
 
 # -- once_differentiable ------------------------------------------------------------------------------
