@@ -37,7 +37,7 @@ class Plan:
 
 
 LIGHT = Plan(cancellations=80, interrupts=60, leak_steps=60)
-FULL = Plan(cancellations=1000, interrupts=800, leak_steps=300)
+FULL = Plan(cancellations=2000, interrupts=1500, leak_steps=400)
 
 
 def run(plan: Plan) -> list[Tally]:
