@@ -7,11 +7,13 @@ drivers only run the prepared task.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from agrad._backends import full, zeros
+from agrad._dtype import from_numpy_dtype
 from agrad._engine._graph_task import GraphTask, current_graph_task
 from agrad._graph._node import Edge, GradientEdge, GraphRoot
 from agrad._tensor import Tensor
@@ -35,37 +37,52 @@ def _roots(x: Any, what: str) -> tuple[Any, ...]:
     return _as_tuple(x, what)
 
 
-def _make_grads(outputs: Sequence[Tensor], grads: Sequence[Any]) -> list[Tensor]:
+def _root_meta(out: Any, i: int) -> tuple[tuple[int, ...], Any, Any]:
+    """``(shape, dtype, device)`` of the gradient a root takes: a Tensor's own,
+    or, for a GradientEdge, what its node expects at that input (PyTorch's
+    ``_make_grads`` reads ``node._input_metadata`` the same way)."""
+    if isinstance(out, GradientEdge):
+        shape, dtype, device = out.node._input_meta[out.output_nr]
+        return tuple(shape), dtype, device
+    if not isinstance(out, Tensor):
+        raise TypeError(f"element {i} of tensors is a {type(out).__name__}, not a Tensor")
+    if not out.requires_grad:
+        raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+    return tuple(out._data.shape), out._data.dtype, out.device
+
+
+def _make_grads(outputs: Sequence[Tensor | GradientEdge], grads: Sequence[Any]) -> list[Tensor]:
     """Check or create the gradient of each root (PyTorch's ``_make_grads``)."""
     new = []
     for i, (out, g) in enumerate(zip(outputs, grads)):
-        if not isinstance(out, Tensor):
-            raise TypeError(f"element {i} of tensors is a {type(out).__name__}, not a Tensor")
-        if not out.requires_grad:
-            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        shape, dtype, device = _root_meta(out, i)
         if g is None:
-            if out._data.size != 1:
+            if math.prod(shape) != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            g = Tensor._make(full(out._data.shape, 1, out._data.dtype, out.device))
+            g = Tensor._make(full(shape, 1, dtype, device))
         elif not isinstance(g, Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
-        elif g.shape != out.shape:
+        elif tuple(g.shape) != shape:
             raise RuntimeError(
                 f"Mismatch in shape: grad_output[{i}] has a shape of {tuple(g.shape)} and "
-                f"output[{i}] has a shape of {tuple(out.shape)}."
+                f"output[{i}] has a shape of {shape}."
             )
         else:
-            if g.device is not out.device:
+            if g.device is not device:
                 raise RuntimeError(
-                    f"invalid gradient at index {i} - expected device {out.device} but got {g.device}"
+                    f"invalid gradient at index {i} - expected device {device} but got {g.device}"
                 )
-            if g._data.dtype != out._data.dtype:
-                g = g.to(out.dtype)
+            if g._data.dtype != dtype:
+                g = g.to(from_numpy_dtype(dtype))
         new.append(g)
     return new
 
 
-def _new_task(outputs: tuple[Tensor, ...], grad_outputs: Any, retain_graph: bool | None,
+def _root_edge(out: Tensor | GradientEdge) -> Edge:
+    return Edge(out.node, out.output_nr) if isinstance(out, GradientEdge) else out._gradient_edge()
+
+
+def _new_task(outputs: tuple[Tensor | GradientEdge, ...], grad_outputs: Any, retain_graph: bool | None,
               create_graph: bool, inputs: tuple[Tensor, ...] | None, accumulate_grad: bool) -> GraphTask:
     grads = _as_tuple(grad_outputs, "grad_tensors") or (None,) * len(outputs)
     if len(grads) != len(outputs):
@@ -74,7 +91,7 @@ def _new_task(outputs: tuple[Tensor, ...], grad_outputs: Any, retain_graph: bool
     keep_graph = create_graph if retain_graph is None else bool(retain_graph)
     task = GraphTask(keep_graph, create_graph, current_graph_task.get())
 
-    edges = [t._gradient_edge() for t in outputs]
+    edges = [_root_edge(t) for t in outputs]
     if len(edges) == 1:
         # One root: start at its node directly, as PyTorch's skip_dummy_node does.
         root, nr = edges[0]
@@ -139,14 +156,15 @@ def grad_task(outputs: Any, inputs: Any, grad_outputs: Any, retain_graph: bool |
     ins = _as_tuple(inputs, "inputs")
     if not ins:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
-    if materialize_grads and any(isinstance(t, GradientEdge) for t in ins):
-        raise RuntimeError("materialize_grads cannot be used when the given input is a GradientEdge")
     task = _new_task(outs, grad_outputs, retain_graph, create_graph, ins, accumulate_grad=False)
 
     def collect() -> tuple[Tensor | None, ...]:
         result = []
         for i, (t, g) in enumerate(zip(ins, task.captured)):
             if g is None:
+                if materialize_grads and isinstance(t, GradientEdge):
+                    # Only an unused edge is refused: PyTorch checks after the run, as here.
+                    raise RuntimeError("materialize_grads cannot be used when the given input is a GradientEdge")
                 if materialize_grads:
                     # zeros_like(input, requires_grad=create_graph), as PyTorch's grad()
                     g = Tensor._make(zeros(t._data.shape, t._data.dtype, t.device)).requires_grad_(create_graph)

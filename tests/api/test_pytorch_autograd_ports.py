@@ -59,3 +59,109 @@ def test_naughty_autograd_function_attribute_access(lib_name: str) -> None:
         f(x)
     t = Id.apply(x)
     assert t.grad_fn.name() == "IdBackward"
+
+
+# -- GradientEdge as a root of backward()/grad() ---------------------------------------------------
+LIBS = ["agrad", pytest.param("torch", marks=requires_torch)]
+
+
+def _lib(name: str) -> Any:
+    return agrad if name == "agrad" else torch
+
+
+def _grad(lib: Any, *args: Any, **kwargs: Any) -> Any:
+    return (lib.autograd.grad_sync if lib is agrad else lib.autograd.grad)(*args, **kwargs)
+
+
+def _backward(lib: Any, *args: Any, **kwargs: Any) -> Any:
+    return (lib.autograd.backward_sync if lib is agrad else lib.autograd.backward)(*args, **kwargs)
+
+
+@pytest.mark.parametrize("lib_name", LIBS)
+def test_gradient_edge_output(lib_name: str) -> None:
+    """torch: TestAutograd.test_gradient_edge_output (less its complex-dtype case)."""
+    lib = _lib(lib_name)
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+
+    def fn(x: Any, reduce: bool = True) -> Any:
+        tmp = x.sin().cos()
+        if reduce:
+            tmp = tmp.sum()
+        out = tmp.exp().clone().sin().sum()
+        return out, lib.autograd.graph.get_gradient_edge(tmp)
+
+    out, tmp_edge = fn(x)
+    (tmp_grad,) = _grad(lib, out, (tmp_edge,))
+    (x_grad,) = _grad(lib, tmp_edge, (x,), grad_outputs=(tmp_grad,))
+    out, _ = fn(x)
+    (x_grad_ref,) = _grad(lib, out, (x,))
+    assert lib.allclose(x_grad, x_grad_ref)
+
+    out, tmp_edge = fn(x, reduce=False)
+    with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar output"):
+        _grad(lib, tmp_edge, (x,))
+    out, tmp_edge = fn(x, reduce=True)
+    _grad(lib, tmp_edge, (x,))
+    out, tmp_edge = fn(x)
+    with pytest.raises(RuntimeError, match="Mismatch in shape"):
+        _grad(lib, tmp_edge, (x,), grad_outputs=lib.tensor([1.0, 2.0, 3.0, 4.0]))
+
+    out, tmp_edge = fn(x)
+    _backward(lib, tmp_edge, retain_graph=True)
+    (x_grad_ref,) = _grad(lib, tmp_edge, (x,), retain_graph=True)
+    assert lib.allclose(x.grad, x_grad_ref)
+    x.grad = None
+    _backward(lib, (tmp_edge,), retain_graph=True)
+    assert lib.allclose(x.grad, x_grad_ref)
+
+    out1, tmp_edge1 = fn(x)
+    out2, _ = fn(x)
+    (x_grad_ref,) = _grad(lib, (tmp_edge1, out2), (x,), retain_graph=True)
+    x.grad = None
+    _backward(lib, (tmp_edge1, out2), retain_graph=True)
+    assert lib.allclose(x.grad, x_grad_ref)
+
+    out, tmp_edge = fn(x)
+    with pytest.raises(RuntimeError, match="Mismatch in shape"):
+        _backward(lib, tmp_edge, inputs=(x,), grad_tensors=lib.tensor([1.0, 2.0, 3.0, 4.0]))
+
+
+@pytest.mark.parametrize("lib_name", LIBS)
+def test_gradient_edge_graph_ownership(lib_name: str) -> None:
+    """torch: TestAutograd.test_gradient_edge_graph_ownership."""
+    lib = _lib(lib_name)
+
+    class Clone(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx: Any, gX: Any) -> Any:
+            return gX.clone()
+
+    inp = lib.rand(1, requires_grad=True).clone()
+    for make in (lambda t: t.clone(), Clone.apply):
+        out = make(inp)
+        edge = lib.autograd.graph.get_gradient_edge(out)
+        _backward(lib, edge)
+        del out
+        _backward(lib, edge)
+
+
+@pytest.mark.parametrize("lib_name", LIBS)
+def test_grad_to_node_materialize(lib_name: str) -> None:
+    """torch: TestAutograd.test_grad_to_node_materialize: only an unused
+    GradientEdge input is refused with materialize_grads."""
+    lib = _lib(lib_name)
+    x = lib.rand(2, requires_grad=True).clone()
+    edge_x = lib.autograd.graph.GradientEdge(x.grad_fn, x.output_nr)
+    y = lib.rand(2, requires_grad=True).clone()
+    edge_y = lib.autograd.graph.GradientEdge(y.grad_fn, y.output_nr)
+    out = x.clone()
+
+    _grad(lib, out.sum(), (edge_x, y), allow_unused=True, materialize_grads=True)
+    _grad(lib, out.sum(), (x, y), allow_unused=True, materialize_grads=True)
+    _grad(lib, out.sum(), (x, edge_y), allow_unused=True)
+    with pytest.raises(RuntimeError, match="materialize_grads cannot be used when the given input is a GradientEdge"):
+        _grad(lib, out.sum(), (x, edge_y), allow_unused=True, materialize_grads=True)
