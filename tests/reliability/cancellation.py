@@ -172,6 +172,12 @@ def _expected(exc: BaseException) -> bool:
     return isinstance(exc, asyncio.CancelledError | TimeoutError | Boom) or type(exc).__name__ == "TooSlowError"
 
 
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return f"{type(exc).__name__}[{', '.join(map(_describe, exc.exceptions))}]"
+    return f"{type(exc).__name__}: {exc}"
+
+
 async def trial(seed: int, tally: Tally, backend: str) -> None:
     """One seeded trial on the running loop; violations go to ``tally``."""
     rs = random.Random(seed ^ 0x5EED)
@@ -208,7 +214,7 @@ async def trial(seed: int, tally: Tally, backend: str) -> None:
         await mechanism(body, rs)
     except BaseException as exc:  # noqa: BLE001  (classified below)
         if not _expected(exc):
-            problems.append(f"unexpected {type(exc).__name__}: {exc}")
+            problems.append(f"unexpected {_describe(exc)}")
         tally.outcomes[f"raised {type(exc).__name__}"] += 1
     else:
         tally.outcomes["completed"] += 1
