@@ -18,7 +18,7 @@ Two kinds of trial, both on the main thread (Python delivers signals there):
   BaseException at a random node; the call must raise it and change no ``.grad``.
 
 After each: ``_PROVISIONAL`` is empty, no spill thread is left, a small
-backward works.  Replay: ``python -m tests.reliability.run --replay interrupt:sigint:<seed>``.
+backward works.  Replay: ``python -m tests.reliability.run --replay sigint:<seed>`` (or ``node:<seed>``).
 """
 
 from __future__ import annotations

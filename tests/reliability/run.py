@@ -1,7 +1,7 @@
 """Run the reliability suite and print its figures.
 
     python -m tests.reliability.run            # the light form (what the tests run)
-    python -m tests.reliability.run --full     # thousands of trials, about 10 minutes on 2 cores
+    python -m tests.reliability.run --full     # thousands of trials, 5-10 minutes on 2 cores
     python -m tests.reliability.run --catalogue               # how each catalogue case differs from torch
     python -m tests.reliability.run --replay cancellation:trio:20046
     python -m tests.reliability.run --replay sigint:30047     # or node:<seed>
@@ -94,7 +94,7 @@ def replay(spec: str) -> Tally:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--full", action="store_true", help="thousands of trials (about 10 minutes)")
+    parser.add_argument("--full", action="store_true", help="thousands of trials (5-10 minutes)")
     parser.add_argument("--seed", type=int, default=None, help="first seed (default: the plan's)")
     parser.add_argument("--catalogue", action="store_true", help="run only the catalogue")
     parser.add_argument("--replay", metavar="SPEC", help="replay one trial")
