@@ -33,21 +33,43 @@ def _host(t: Tensor) -> np.ndarray:
     return transfer(t._data, CPU).reshape(-1).astype(np.float64)
 
 
+def _outputs_at(fn: Callable[..., Any], inputs: tuple[Any, ...],
+                which: Callable[[tuple[Any, ...]], list[Tensor]]) -> list[tuple[Any, Any, np.ndarray]]:
+    """``(shape, dtype, values)`` of ``fn``'s outputs now: copied at once, since
+    an output may alias the input about to be perturbed again."""
+    return [(o.shape, o.dtype, _host(o)) for o in which(_as_tuple(fn(*inputs)))]
+
+
+def _differences(minus: list[tuple[Any, Any, np.ndarray]], plus: list[tuple[Any, Any, np.ndarray]], eps: float,
+                 denom: float) -> list[np.ndarray]:
+    """``(plus - minus) / denom`` per output, refusing outputs whose shape or
+    dtype changed with the perturbation (PyTorch's ``_check_outputs_same_dtype_and_shape``)."""
+    for (sa, da, _), (sb, db, _) in zip(minus, plus):
+        if sa != sb:
+            raise AssertionError(f"Expected `func` to return outputs with the same shape when inputs are perturbed "
+                                 f"by {eps}, but got: shapes {sa} and {sb}.")
+        if da != db:
+            raise AssertionError(f"Expected `func` to return outputs with the same dtype when inputs are perturbed "
+                                 f"by {eps}, but got: dtypes {da} and {db}.")
+    return [(b - a) / denom for (_, _, a), (_, _, b) in zip(minus, plus)]
+
+
 def _numerical_jacobian(fn: Callable[..., Any], inputs: tuple[Any, ...], x: Tensor, n_out: list[int],
-                        eps: float) -> list[np.ndarray]:
+                        eps: float, which: Callable[[tuple[Any, ...]], list[Tensor]] = _differentiable_outputs,
+                        ) -> list[np.ndarray]:
     """d(outputs)/d(x) by central differences, one (numel(x), numel(out)) block per output."""
     flat = x._data.reshape(-1)  # a view: perturbing it perturbs x
     jac = [np.zeros((flat.size, n)) for n in n_out]
     # Evaluated with grad mode on: gradgradcheck's function calls grad() inside.
     for j in range(flat.size):
         orig = flat[j].copy()
-        flat[j] = orig + eps
-        plus = [_host(o) for o in _differentiable_outputs(_as_tuple(fn(*inputs)))]
         flat[j] = orig - eps
-        minus = [_host(o) for o in _differentiable_outputs(_as_tuple(fn(*inputs)))]
+        minus = _outputs_at(fn, inputs, which)
+        flat[j] = orig + eps
+        plus = _outputs_at(fn, inputs, which)
         flat[j] = orig
-        for k, (p, m) in enumerate(zip(plus, minus)):
-            jac[k][j] = (p - m) / (2 * eps)
+        for k, d in enumerate(_differences(minus, plus, eps, 2 * eps)):
+            jac[k][j] = d
     return jac
 
 
@@ -56,13 +78,73 @@ def _directional_derivative(fn: Callable[..., Any], inputs: tuple[Any, ...], x: 
     """d(outputs)/d(x) applied to ``v`` (a Jacobian-vector product) by central differences."""
     orig = x._data.copy()
     try:
-        x._data[...] = orig + eps * v
-        plus = [_host(o) for o in _differentiable_outputs(_as_tuple(fn(*inputs)))]
         x._data[...] = orig - eps * v
-        minus = [_host(o) for o in _differentiable_outputs(_as_tuple(fn(*inputs)))]
+        minus = _outputs_at(fn, inputs, _differentiable_outputs)
+        x._data[...] = orig + eps * v
+        plus = _outputs_at(fn, inputs, _differentiable_outputs)
     finally:
         x._data[...] = orig
-    return [(p - m) / (2 * eps) for p, m in zip(plus, minus)]
+    return _differences(minus, plus, eps, 2 * eps)
+
+
+def _tensor_outputs(outputs: tuple[Any, ...]) -> list[Tensor]:
+    return [o for o in outputs if isinstance(o, Tensor)]
+
+
+def _check_inputs(inputs: tuple[Any, ...]) -> list[Tensor]:
+    """The inputs that require grad, checked as PyTorch's ``_check_inputs``:
+    a warning for each that is not float64; ValueError if there is none;
+    RuntimeError for one with a stride-0 dimension (perturbing one element
+    would perturb several)."""
+    diff_inputs = []
+    for idx, t in enumerate(inputs):
+        if not (isinstance(t, Tensor) and t.requires_grad):
+            continue
+        if t.dtype.name != "float64":
+            warnings.warn(f"Input #{idx} requires gradient and is not a double precision floating point or "
+                          "complex. This check will likely fail if all the inputs are not of double precision "
+                          "floating point or complex. ", UserWarning, stacklevel=3)
+        # (numpy gives an empty array zero strides; it overlaps nothing)
+        if t._data.size and not all(st > 0 or sz <= 1 for st, sz in zip(t._data.strides, t._data.shape)):
+            raise RuntimeError(f"The {idx}th input has a dimension with stride 0. gradcheck only supports inputs "
+                               "that are non-overlapping to be able to compute the numerical gradients correctly. "
+                               "You should call .contiguous on the input before passing it to gradcheck.")
+        diff_inputs.append(t)
+    if not diff_inputs:
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, "
+                         "but none of the them have requires_grad=True.")
+    return diff_inputs
+
+
+_NONDET = ("Backward is not reentrant, i.e., running backward with same input and grad_output multiple times gives "
+           "different values, although analytical gradient matches numerical gradient.The tolerance for "
+           "nondeterminism was {}.\n\nNOTE: If your op relies on non-deterministic operations i.e., it is listed "
+           "here:\nhttps://pytorch.org/docs/stable/generated/torch.use_deterministic_algorithms.html\nthis failure "
+           "might be expected.\n\nIf you are adding a new operator, please file an issue and then use one of the\n"
+           "workarounds. The workaround depends on how your test invokes gradcheck/gradgradcheck.\nIf the test\n"
+           "- manually invokes gradcheck/gradgradcheck, then call gradcheck/gradgradcheck\n  with "
+           "`nondet_tol=<tol>` as a keyword argument.\n")
+
+
+def _vjp(out: Tensor, x: Tensor, u: np.ndarray, nondet_tol: float, check_grad_dtypes: bool) -> np.ndarray | None:
+    """``grad(out, x, u)`` as a flat host array (None if unused), computed
+    twice to check that backward is reentrant within ``nondet_tol``, as
+    PyTorch's ``_check_analytical_jacobian_attributes``."""
+    from agrad.autograd import grad_sync
+
+    go = Tensor._make(transfer(u, out.device))
+    (g1,) = grad_sync(out, x, go, retain_graph=True, allow_unused=True)
+    (g2,) = grad_sync(out, x, go, retain_graph=True, allow_unused=True)
+    if g1 is None or g2 is None:
+        return None
+    if check_grad_dtypes and g1.dtype != x.dtype:
+        raise GradcheckError("Gradient has dtype mismatch")
+    if g1.shape != x.shape:
+        raise GradcheckError("Analytical gradient has incorrect size")
+    a, b = _host(g1), _host(g2)
+    if a.size and np.abs(a - b).max() > nondet_tol:
+        raise GradcheckError(_NONDET.format(nondet_tol))
+    return a
 
 
 # Note [Fast gradcheck]
@@ -77,10 +159,9 @@ def _directional_derivative(fn: Callable[..., Any], inputs: tuple[Any, ...], x: 
 # wrong Jacobian passes only if its error is orthogonal to a random
 # direction.  The directions come from a fixed seed, so a check is repeatable.
 def _fast_check(func: Callable[..., Any], inputs: tuple[Any, ...], diff_inputs: list[Tensor],
-                outputs: list[Tensor], eps: float, atol: float, rtol: float) -> str | None:
+                outputs: list[Tensor], eps: float, atol: float, rtol: float, nondet_tol: float,
+                check_grad_dtypes: bool) -> str | None:
     """The mismatch message of the first failing (input, output) pair, or None."""
-    from agrad.autograd import grad_sync
-
     rng = np.random.default_rng(0)
     us = [rng.standard_normal(out.shape).astype(out._data.dtype) for out in outputs]
     for i, x in enumerate(diff_inputs):
@@ -88,10 +169,8 @@ def _fast_check(func: Callable[..., Any], inputs: tuple[Any, ...], diff_inputs: 
         numerical = _directional_derivative(func, inputs, x, v, eps)
         for k, (out, u) in enumerate(zip(outputs, us)):
             expected = float(numerical[k] @ u.reshape(-1).astype(np.float64))
-            (g,) = grad_sync(out, x, Tensor._make(transfer(u, out.device)), retain_graph=True, allow_unused=True)
-            if g is not None and g.shape != x.shape:
-                return f"Gradient has incorrect size for input {i}: {g.shape} vs {x.shape}"
-            actual = 0.0 if g is None else float(_host(g) @ v.reshape(-1).astype(np.float64))
+            g = _vjp(out, x, u, nondet_tol, check_grad_dtypes)
+            actual = 0.0 if g is None else float(g @ v.reshape(-1).astype(np.float64))
             if not abs(actual - expected) <= atol + rtol * abs(expected):
                 return (f"Jacobian mismatch for output {k} with respect to input {i} (fast mode: the projection "
                         f"u^T J v),\nnumerical:{expected}\nanalytical:{actual}\n")
@@ -151,6 +230,32 @@ def _warn_bc_breaking() -> None:
     )
 
 
+def _backward_mul_by_grad_output(outputs: list[Tensor], diff_inputs: list[Tensor]) -> str | None:
+    """PyTorch's ``_test_backward_mul_by_grad_output``: zero output gradients
+    must give zero input gradients of the inputs' dtype, device and shape."""
+    from agrad.autograd import grad_sync
+
+    zero_grads = [Tensor._make(zeros(o._data.shape, o._data.dtype, o.device)) for o in outputs]
+    for gi, di in zip(grad_sync(outputs, diff_inputs, zero_grads, allow_unused=True), diff_inputs):
+        if gi is None:
+            continue
+        if _host(gi).any():
+            return "backward not multiplied by grad_output"
+        if gi.dtype != di.dtype:
+            return "grad is incorrect type"
+        if gi.device != di.device:
+            return "grad is incorrect device"
+        if gi.shape != di.shape:
+            return "grad is incorrect size"
+    return None
+
+
+def _unsupported(**flags: bool) -> None:
+    for name, value in flags.items():
+        if value:
+            raise NotImplementedError(f"gradcheck: {name}=True needs forward-mode AD or vmap, which agrad lacks")
+
+
 def gradcheck(
     func: Callable[..., Any],
     inputs: Any,
@@ -161,14 +266,27 @@ def gradcheck(
     raise_exception: bool = True,
     nondet_tol: float = 0.0,
     check_undefined_grad: bool = True,
+    check_grad_dtypes: bool = False,
+    check_batched_grad: bool = False,
+    check_batched_forward_grad: bool = False,
+    check_forward_ad: bool = False,
+    check_backward_ad: bool = True,
     fast_mode: bool = False,
+    masked: bool | None = None,
 ) -> bool:
     """Check analytical gradients of ``func`` against central finite differences.
 
     The analytical Jacobian is built row by row with the engine
-    (:func:`agrad.autograd.grad_sync` with one-hot ``grad_outputs``), the
-    numerical one by perturbing each element of each input that requires grad
-    by ``±eps``.  Inputs should be ``float64``.
+    (:func:`agrad.autograd.grad_sync` with one-hot ``grad_outputs``), twice,
+    to check that backward is reentrant within ``nondet_tol``; the numerical
+    one by perturbing each element of each input that requires grad by
+    ``±eps``.  Inputs should be ``float64``.  As in PyTorch, backward must
+    also give zero input gradients for zero output gradients, and (with
+    ``check_undefined_grad``) accept undefined output gradients.
+    ``check_batched_grad``, ``check_batched_forward_grad`` and
+    ``check_forward_ad`` need vmap or forward-mode AD, which agrad lacks:
+    passing True raises ``NotImplementedError``.  ``masked`` matters only for
+    sparse inputs, which agrad does not have.
 
     With ``fast_mode=True`` only a random projection of each Jacobian is
     compared (Note [Fast gradcheck]): a few evaluations instead of a few per
@@ -185,30 +303,42 @@ def gradcheck(
         >>> agrad.autograd.gradcheck(lambda t: (t * t).sum(), (x,))
         True
     """
-    from agrad.autograd import grad_sync
-
+    _unsupported(check_batched_grad=check_batched_grad, check_batched_forward_grad=check_batched_forward_grad,
+                 check_forward_ad=check_forward_ad)
     inputs = _as_tuple(inputs)
-    diff_inputs = [t for t in inputs if isinstance(t, Tensor) and t.requires_grad]
-    for i, t in enumerate(diff_inputs):
-        if t.dtype.name != "float64":
-            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point. "
-                          "This check will likely fail if all the inputs are not of double precision "
-                          "floating point.", UserWarning, stacklevel=2)
-    if not diff_inputs:
-        raise ValueError("gradcheck expects at least one input tensor to require gradient")
-    outputs = _differentiable_outputs(_as_tuple(func(*inputs)))
-    n_out = [o.numel() for o in outputs]
-
-    def fail(msg: str) -> bool:
+    diff_inputs = _check_inputs(inputs)
+    func_out = _as_tuple(func(*inputs))
+    try:
+        _check(func, inputs, diff_inputs, func_out, eps, atol, rtol, nondet_tol, check_undefined_grad,
+               check_grad_dtypes, check_backward_ad, fast_mode)
+    except GradcheckError:
         if raise_exception:
-            raise GradcheckError(msg)
+            raise
         return False
+    return True
 
+
+def _check(func: Callable[..., Any], inputs: tuple[Any, ...], diff_inputs: list[Tensor], func_out: tuple[Any, ...],
+           eps: float, atol: float, rtol: float, nondet_tol: float, check_undefined_grad: bool,
+           check_grad_dtypes: bool, check_backward_ad: bool, fast_mode: bool) -> None:
+    """The checks of :func:`gradcheck`, in PyTorch's order; raises GradcheckError."""
+    outputs = _differentiable_outputs(func_out)
+    if not outputs:
+        # No differentiable output: the numerical gradient must be zero too.
+        tensors = _tensor_outputs(func_out)
+        for x in diff_inputs:
+            jac = _numerical_jacobian(func, inputs, x, [o.numel() for o in tensors], eps, _tensor_outputs)
+            if any(j.any() for j in jac):
+                raise GradcheckError("Numerical gradient for function expected to be zero")
+        return
+    if not check_backward_ad:
+        return
     if fast_mode:
-        msg = _fast_check(func, inputs, diff_inputs, outputs, eps, atol, rtol)
+        msg = _fast_check(func, inputs, diff_inputs, outputs, eps, atol, rtol, nondet_tol, check_grad_dtypes)
         if msg is not None:
-            return fail(msg)
+            raise GradcheckError(msg)
     else:
+        n_out = [o.numel() for o in outputs]
         for i, x in enumerate(diff_inputs):
             numerical = _numerical_jacobian(func, inputs, x, n_out, eps)
             for k, out in enumerate(outputs):
@@ -216,22 +346,19 @@ def gradcheck(
                 for col in range(out.numel()):
                     onehot = np.zeros(out.numel(), dtype=out._data.dtype)
                     onehot[col] = 1
-                    (g,) = grad_sync(out, x, Tensor._make(transfer(onehot.reshape(out.shape), out.device)),
-                                     retain_graph=True, allow_unused=True)
+                    g = _vjp(out, x, onehot.reshape(out.shape), nondet_tol, check_grad_dtypes)
                     if g is not None:
-                        if g.shape != x.shape:
-                            return fail(f"Gradient has incorrect size for input {i}: {g.shape} vs {x.shape}")
-                        analytical[:, col] = _host(g)
+                        analytical[:, col] = g
                 if not np.allclose(analytical, numerical[k], rtol=rtol, atol=atol, equal_nan=True):
-                    return fail(
+                    raise GradcheckError(
                         f"Jacobian mismatch for output {k} with respect to input {i},\n"
                         f"numerical:{numerical[k]}\nanalytical:{analytical}\n"
                     )
-    if check_undefined_grad:
+    msg = _backward_mul_by_grad_output(outputs, diff_inputs)
+    if msg is None and check_undefined_grad:
         msg = _undefined_grad_check(func, inputs, diff_inputs)
-        if msg is not None:
-            return fail(msg)
-    return True
+    if msg is not None:
+        raise GradcheckError(msg)
 
 
 def gradgradcheck(
@@ -244,7 +371,14 @@ def gradgradcheck(
     rtol: float = 1e-3,
     gen_non_contig_grad_outputs: bool = False,
     raise_exception: bool = True,
+    nondet_tol: float = 0.0,
+    check_undefined_grad: bool = True,
+    check_grad_dtypes: bool = False,
+    check_batched_grad: bool = False,
+    check_fwd_over_rev: bool = False,
+    check_rev_over_rev: bool = True,
     fast_mode: bool = False,
+    masked: bool = False,
 ) -> bool:
     """Check second derivatives: :func:`gradcheck` of the map
     ``(inputs, grad_outputs) -> grad(func(inputs), inputs, grad_outputs, create_graph=True)``,
@@ -268,4 +402,7 @@ def gradgradcheck(
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(first_derivative, (*inputs, *grad_outputs), eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception, fast_mode=fast_mode)
+                     raise_exception=raise_exception, nondet_tol=nondet_tol,
+                     check_undefined_grad=check_undefined_grad, check_grad_dtypes=check_grad_dtypes,
+                     check_batched_grad=check_batched_grad, check_forward_ad=check_fwd_over_rev,
+                     check_backward_ad=check_rev_over_rev, fast_mode=fast_mode, masked=masked)

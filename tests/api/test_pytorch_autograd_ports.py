@@ -165,3 +165,103 @@ def test_grad_to_node_materialize(lib_name: str) -> None:
     _grad(lib, out.sum(), (x, edge_y), allow_unused=True)
     with pytest.raises(RuntimeError, match="materialize_grads cannot be used when the given input is a GradientEdge"):
         _grad(lib, out.sum(), (x, edge_y), allow_unused=True, materialize_grads=True)
+
+
+# -- gradcheck's own checks ----------------------------------------------------------------------------
+def _gradcheck(lib: Any) -> tuple[Any, Any]:
+    return lib.autograd.gradcheck, lib.autograd.gradgradcheck
+
+
+@pytest.mark.parametrize("lib_name", LIBS)
+@pytest.mark.parametrize("fast_mode", [True, False])
+def test_gradcheck_nondeterministic(lib_name: str, fast_mode: bool) -> None:
+    """torch: TestAutograd.test_gradcheck_nondeterministic: backward is run
+    twice and must agree within ``nondet_tol``."""
+    lib = _lib(lib_name)
+    gradcheck, gradgradcheck = _gradcheck(lib)
+
+    class NonDetFunc(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any, jitter: float = 0.0) -> Any:
+            ctx._jitter = jitter
+            return x
+
+        @staticmethod
+        def backward(ctx: Any, grad_out: Any) -> Any:
+            return NonDetFunc.apply(grad_out, ctx._jitter) * (1 + lib.rand_like(grad_out) * ctx._jitter), None
+
+    inp = lib.randn(5, 5, dtype=lib.double, requires_grad=True)
+    gradcheck(lambda x: NonDetFunc.apply(x, 0.0), inp, check_batched_grad=False, fast_mode=fast_mode)
+    with pytest.raises(RuntimeError, match="Backward is not reentrant"):
+        gradcheck(lambda x: NonDetFunc.apply(x, 1e-6), inp, check_batched_grad=False, fast_mode=fast_mode)
+    with pytest.raises(RuntimeError, match="Backward is not reentrant"):
+        gradgradcheck(lambda x: NonDetFunc.apply(x, 1e-12), inp, check_batched_grad=False, fast_mode=fast_mode)
+    gradcheck(lambda x: NonDetFunc.apply(x, 0.0), inp, nondet_tol=1e-5, check_batched_grad=False,
+              fast_mode=fast_mode)
+    gradcheck(lambda x: NonDetFunc.apply(x, 1e-6), inp, nondet_tol=1e-5, check_batched_grad=False,
+              fast_mode=fast_mode)
+    gradgradcheck(lambda x: NonDetFunc.apply(x, 1e-12), inp, nondet_tol=1e-5, check_batched_grad=False,
+                  fast_mode=fast_mode)
+
+
+@pytest.mark.parametrize("lib_name", LIBS)
+@pytest.mark.parametrize("fast_mode", [True, False])
+def test_gradcheck_validates_inputs(lib_name: str, fast_mode: bool) -> None:
+    """torch: TestAutograd.test_gradcheck_validates_inputs (its dense half)."""
+    lib = _lib(lib_name)
+    gradcheck, _ = _gradcheck(lib)
+    x = lib.rand(10, requires_grad=False)
+    with pytest.raises(ValueError, match="at least one input tensor to require gradient"):
+        gradcheck(lambda x: x, (x,), raise_exception=False, fast_mode=fast_mode)
+    x = lib.ones(1, dtype=lib.float32, requires_grad=True)
+    with pytest.warns(UserWarning, match="Input #0 requires gradient and is not a double precision"):
+        assert gradcheck(lambda x: x, (x,), atol=1e-1, fast_mode=fast_mode)
+    x = lib.ones(1, dtype=lib.float64, requires_grad=True).expand((2, 2))
+    with pytest.raises(RuntimeError, match="The 0th input has a dimension with stride 0"):
+        gradcheck(lambda x: x, (x,), raise_exception=False, fast_mode=fast_mode)
+
+
+@pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad=True to a scalar")
+@pytest.mark.parametrize("lib_name", LIBS)
+@pytest.mark.parametrize("fast_mode", [True, False])
+def test_gradcheck_check_no_differentiable_outputs(lib_name: str, fast_mode: bool) -> None:
+    """torch: TestAutograd.test_gradcheck_check_no_differentiable_outputs
+    (with a float64 input: pytest turns the float32 warning into an error)."""
+    lib = _lib(lib_name)
+    gradcheck, _ = _gradcheck(lib)
+    x = lib.ones((1,), dtype=lib.double, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Numerical gradient for function expected to be zero"):
+        gradcheck(lambda x: lib.tensor([x]), x)
+    assert not gradcheck(lambda x: lib.tensor([x]), x, raise_exception=False, fast_mode=fast_mode)
+    assert gradcheck(lambda x: (), (x,), fast_mode=fast_mode)
+
+
+@pytest.mark.parametrize("lib_name", LIBS)
+@pytest.mark.parametrize("fast_mode", [True, False])
+def test_gradcheck_backward_mul_by_grad_output(lib_name: str, fast_mode: bool) -> None:
+    """torch: TestAutograd.test_gradcheck_backward_mul_by_grad_output (its dense case)."""
+    lib = _lib(lib_name)
+    gradcheck, _ = _gradcheck(lib)
+
+    def fn2(x: Any) -> Any:
+        y = x.clone()
+        y.register_hook(lambda g: g + 1e-2)
+        return y
+
+    x = lib.ones(1, dtype=lib.double, requires_grad=True)
+    with pytest.raises(RuntimeError, match="backward not multiplied by grad_output"):
+        gradcheck(fn2, (x,), atol=1e-1, fast_mode=fast_mode)
+    assert not gradcheck(fn2, (x,), atol=1e-1, raise_exception=False, fast_mode=fast_mode)
+
+
+@pytest.mark.parametrize("lib_name", LIBS)
+@pytest.mark.parametrize("fast_mode", [True, False])
+def test_gradcheck_output_shape_or_dtype_depend_on_values(lib_name: str, fast_mode: bool) -> None:
+    """torch: TestAutograd.test_gradcheck_output_shape_or_dtype_depend_on_values."""
+    lib = _lib(lib_name)
+    gradcheck, _ = _gradcheck(lib)
+    a = lib.ones(1, dtype=lib.double, requires_grad=True)
+    with pytest.raises(AssertionError, match="return outputs with the same shape when inputs are perturbed"):
+        gradcheck(lambda x: lib.cat([x, x]) if lib.all(x >= 1) else x, (a,), fast_mode=fast_mode)
+    with pytest.raises(AssertionError, match="return outputs with the same dtype when inputs are perturbed"):
+        gradcheck(lambda x: x.to(lib.float32) if lib.all(x >= 1) else x, (a,), fast_mode=fast_mode)
