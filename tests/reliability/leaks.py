@@ -115,8 +115,10 @@ def _agrad_objects() -> Counter[str]:
     """Live agrad objects, and event loops (each round's loops are closed: none may stay alive)."""
     gc.collect()
     kinds = (Node, agrad.Tensor, GraphTask, asyncio.AbstractEventLoop)
-    return Counter(next(k.__name__ for k in kinds if isinstance(o, k)) for o in gc.get_objects()
-                   if isinstance(o, kinds))
+    # type(o), not isinstance: isinstance reads o.__class__, which some module proxies (torch's
+    # deprecated aliases) answer with a warning.
+    return Counter(next(k.__name__ for k in kinds if issubclass(type(o), k)) for o in gc.get_objects()
+                   if issubclass(type(o), kinds))
 
 
 def _measure() -> dict[str, Any]:
