@@ -707,12 +707,20 @@ class GraphTask:
         """Tensor pre-hooks, retain_grad, captures and node pre-hooks; None if
         the node only captures (PyTorch: evaluate_function before call_function)."""
         if node._tensor_pre_hooks is not None:
+            # Note [Hooks see undefined gradients]
+            # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+            # As in PyTorch, a tensor's hooks run whenever its grad_fn runs,
+            # with None for an output whose gradient is undefined (a sibling
+            # output of a multi-output node, or a backward that returned
+            # None); gradcheck's undefined-gradient check relies on it.  A
+            # hook may not turn None into a gradient.
             for nr, hooks in node._tensor_pre_hooks.items():
                 for hook in list(hooks.values()):
-                    if inputs[nr] is not None:
-                        new = hook(inputs[nr])
-                        if new is not None:
-                            inputs[nr] = _check_hook_result(new, inputs[nr], node)
+                    new = hook(inputs[nr])
+                    if new is not None:
+                        if inputs[nr] is None:
+                            raise RuntimeError("can't replace a None gradient with a non-None value")
+                        inputs[nr] = _check_hook_result(new, inputs[nr], node)
         if node._retains_grad is not None:
             for nr, ref in node._retains_grad.items():
                 t = ref()

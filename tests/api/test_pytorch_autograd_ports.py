@@ -265,3 +265,62 @@ def test_gradcheck_output_shape_or_dtype_depend_on_values(lib_name: str, fast_mo
         gradcheck(lambda x: lib.cat([x, x]) if lib.all(x >= 1) else x, (a,), fast_mode=fast_mode)
     with pytest.raises(AssertionError, match="return outputs with the same dtype when inputs are perturbed"):
         gradcheck(lambda x: x.to(lib.float32) if lib.all(x >= 1) else x, (a,), fast_mode=fast_mode)
+
+
+# -- hooks see undefined gradients ---------------------------------------------------------------------
+def _undefined_backward(lib: Any) -> type:
+    class U(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> None:
+            return None
+
+    return U
+
+
+@pytest.mark.parametrize("lib_name", LIBS)
+@pytest.mark.parametrize("fast_mode", [True, False])
+def test_gradcheck_undefined_grad(lib_name: str, fast_mode: bool) -> None:
+    """torch: TestAutograd.test_gradcheck_undefined_grad: a tensor hook is
+    called with None for an undefined gradient (Note [Hooks see undefined gradients])."""
+    lib = _lib(lib_name)
+    gradcheck, _ = _gradcheck(lib)
+
+    def fn(x: Any) -> Any:
+        def hook(g: Any) -> None:
+            if g is None:
+                raise RuntimeError("x is undefined")
+
+        y = x.clone()
+        y.register_hook(hook)
+        return y
+
+    x = lib.ones(1, dtype=lib.double, requires_grad=True)
+    with pytest.warns(UserWarning, match="Backwards compatibility: New undefined gradient support checking feature"):
+        with pytest.raises(RuntimeError, match="Expected backward function to handle undefined output grads"):
+            gradcheck(fn, (x,), fast_mode=fast_mode)
+        assert not gradcheck(fn, (x,), raise_exception=False, fast_mode=fast_mode)
+
+
+@pytest.mark.parametrize("lib_name", LIBS)
+def test_hooks_see_an_undefined_gradient(lib_name: str) -> None:
+    """The tensor hook and the node pre-hook of a node whose gradient is
+    undefined run with None, and may not replace it (as in torch)."""
+    lib = _lib(lib_name)
+    U = _undefined_backward(lib)
+    x = lib.randn(2, requires_grad=True)
+    y = x * 2
+    seen: list[Any] = []
+    y.register_hook(lambda g: seen.append(("tensor", g)))
+    y.grad_fn.register_prehook(lambda gs: seen.append(("node", gs)))
+    _backward(lib, U.apply(y).sum())
+    assert seen == [("tensor", None), ("node", (None,))]
+    assert x.grad is None
+
+    y = x * 2
+    y.register_hook(lambda g: lib.ones(2))
+    with pytest.raises(RuntimeError, match="can't replace a None gradient with a non-None value"):
+        _backward(lib, U.apply(y).sum())
