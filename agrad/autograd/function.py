@@ -63,6 +63,10 @@ class BackwardCFunction(Node, FunctionCtx):
         self.dirty_tensors: tuple[Tensor, ...] = ()
         self.non_differentiable: tuple[Tensor, ...] = ()
         self.materialize_grads = True
+        # PyTorch's private switch (functorch sets it): False leaves the
+        # gradients of outputs marked non-differentiable None.
+        self._materialize_non_diff_grads = True
+        self._non_diff_outputs: frozenset[int] = frozenset()
         self.needs_input_grad: tuple[bool, ...] = ()
         self._saved: list[Any] | None = []
         self._tensor_inputs: tuple[bool, ...] = ()
@@ -86,8 +90,9 @@ class BackwardCFunction(Node, FunctionCtx):
 
     def apply(self, grads: list[Any], task: Any) -> Any:
         if self.materialize_grads:
-            grads = [Tensor._make(zeros(shape, dtype, dev)) if g is None and dtype is not None else g
-                     for g, (shape, dtype, dev) in zip(grads, self._input_meta)]
+            keep_none = frozenset() if self._materialize_non_diff_grads else self._non_diff_outputs
+            grads = [Tensor._make(zeros(shape, dtype, dev)) if g is None and dtype is not None and i not in keep_none
+                     else g for i, (g, (shape, dtype, dev)) in enumerate(zip(grads, self._input_meta))]
         result = self._forward_cls.backward(self, *grads)
         if self.is_async:
             return self._await_result(result)
@@ -265,6 +270,8 @@ def _wrap_outputs(ctx: BackwardCFunction, args: Sequence[Any], output: Any, reco
         wrapped.append(o)
     if recording:
         ctx._input_meta = tuple(input_meta(o._data) if isinstance(o, Tensor) else ((), None, CPU) for o in wrapped)
+        if non_diff:
+            ctx._non_diff_outputs = frozenset(i for i, o in enumerate(wrapped) if any(o is n for n in non_diff))
         ctx._saved = [None if t is None else
                       SavedTensor(t, is_output=True, output_nr=_index_of(t, wrapped)) if _index_of(t, wrapped) >= 0
                       else SavedTensor(t) for t in ctx.to_save]

@@ -324,3 +324,28 @@ def test_hooks_see_an_undefined_gradient(lib_name: str) -> None:
     y.register_hook(lambda g: lib.ones(2))
     with pytest.raises(RuntimeError, match="can't replace a None gradient with a non-None value"):
         _backward(lib, U.apply(y).sum())
+
+
+@pytest.mark.parametrize("lib_name", LIBS)
+def test_set_materialize_non_diff_grads(lib_name: str) -> None:
+    """torch: TestAutograd.test_set_materialize_non_diff_grads."""
+    lib = _lib(lib_name)
+    seen: list[Any] = []
+
+    class Func(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            out0 = x.clone()
+            out1 = x.clone()
+            ctx.mark_non_differentiable(out1)
+            ctx._materialize_non_diff_grads = False
+            return out0, out1
+
+        @staticmethod
+        def backward(ctx: Any, g0: Any, g1: Any) -> Any:
+            seen.append(g1)
+            return g0
+
+    a = lib.tensor(1.0, requires_grad=True)
+    _backward(lib, Func.apply(a)[0])
+    assert seen == [None]
