@@ -37,7 +37,7 @@ from agrad._engine._interrupts import deferred_interrupts
 from agrad._engine._options import EngineOptions
 from agrad._engine._ready_queue import ReadyQueue
 from agrad._grad_mode import grad_enabled
-from agrad._graph._anomaly import anomaly_check_nan, anomaly_enabled, warn_error_detected
+from agrad._graph._anomaly import anomaly_check_nan, anomaly_enabled, run_as_parent, warn_error_detected
 from agrad._graph._node import Edge, Node
 from agrad._tensor import Tensor
 
@@ -440,7 +440,8 @@ class GraphTask:
         ready = self.ready
         inbox = self._inbox
         keep_graph = self.keep_graph
-        check_nan = anomaly_enabled.get() and anomaly_check_nan.get()
+        anomaly = anomaly_enabled.get()
+        check_nan = anomaly and anomaly_check_nan.get()
         # Offload nodes whose _work reaches ``threshold`` (None: never); see Note [Offload threshold].
         time_slice = threshold = None
         if options is not None:
@@ -491,7 +492,7 @@ class GraphTask:
                             parked = job
                             yield WAIT
                         continue
-                    outputs = node.apply(inputs, self)
+                    outputs = run_as_parent(node, inputs, self) if anomaly else node.apply(inputs, self)
                     if node.is_async:
                         outputs = yield outputs
                     self._complete(node, inputs, outputs, keep_graph, check_nan)
@@ -931,7 +932,7 @@ def _kernel(node: Node, inputs: list[Any], task: GraphTask) -> list[Any]:
     """A node's kernel, run in a thread (Note [Offloaded kernels]): its gradients,
     already conformed to the inputs they flow to, so routing them costs the loop
     no array work."""
-    outputs = list(node.apply(inputs, task))
+    outputs = list(run_as_parent(node, inputs, task) if anomaly_enabled.get() else node.apply(inputs, task))
     _check_count(node, outputs)
     for i, (g, edge) in enumerate(zip(outputs, node.next_edges)):
         if g is not None and edge is not None:
@@ -1042,7 +1043,7 @@ def _annotate(exc: BaseException, node: Node) -> None:
     if getattr(exc, "_agrad_node", None) is None:
         exc._agrad_node = node.name()  # type: ignore[attr-defined]
         if anomaly_enabled.get():
-            warn_error_detected(node.name(), node._trace)
+            warn_error_detected(node)
         exc.add_note(f"(raised while running the backward of {node.name()})")
         if node._trace:
             exc.add_note("Traceback of the forward call that created the node:\n" + "".join(node._trace))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from contextvars import ContextVar
+from typing import Any
 
 anomaly_enabled: ContextVar[bool] = ContextVar("agrad_anomaly_enabled", default=False)
 anomaly_check_nan: ContextVar[bool] = ContextVar("agrad_anomaly_check_nan", default=True)
@@ -59,11 +60,46 @@ def is_anomaly_check_nan_enabled() -> bool:
     return anomaly_check_nan.get()
 
 
-def warn_error_detected(name: str, trace: list[str] | None) -> None:
-    """PyTorch's warning when a backward fails in anomaly mode (AnomalyMetadata::print_stack)."""
-    if trace:
-        detail = "Traceback of forward call that caused the error:\n" + "".join(trace)
-    else:
-        detail = ("No forward pass information available. Enable detect anomaly during forward pass for more "
-                  "information.")
-    warnings.warn(f"Error detected in {name}. {detail}", UserWarning, stacklevel=2)
+# Note [Anomaly parents]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# As PyTorch's ``Node::assign_parent``: in anomaly mode a node recorded while
+# the engine runs another node's backward (a ``create_graph`` backward)
+# keeps that node as its ``metadata["parent_"]``, so an error in a
+# higher-order backward also shows the forward call that induced it.  The
+# engine sets ``running_node`` around a node's kernel only in anomaly mode.
+# An ``async def`` backward's nodes get no parent: its coroutine runs after
+# the kernel call that set the variable returned.
+running_node: ContextVar[Any] = ContextVar("agrad_running_node", default=None)
+
+
+def run_as_parent(node: Any, inputs: list[Any], task: Any) -> Any:
+    """``node.apply(inputs, task)`` with ``node`` as the parent of the nodes it records."""
+    token = running_node.set(node)
+    try:
+        return node.apply(inputs, task)
+    finally:
+        running_node.reset(token)
+
+
+_NO_FORWARD = "No forward pass information available. Enable detect anomaly during forward pass for more information."
+
+
+def warn_error_detected(node: Any) -> None:
+    """PyTorch's warnings when a backward fails in anomaly mode
+    (``AnomalyMetadata::print_stack``): the failing node's forward traceback,
+    then each parent's (Note [Anomaly parents])."""
+    trace = node._trace
+    detail = "Traceback of forward call that caused the error:\n" + "".join(trace) if trace else _NO_FORWARD
+    warnings.warn(f"Error detected in {node.name()}. {detail}", UserWarning, stacklevel=2)
+    parent = _parent(node)
+    while parent is not None:
+        if parent._trace:
+            warnings.warn(f"\n\nPrevious calculation was induced by {parent.name()}. Traceback of forward call that "
+                          "induced the previous calculation:\n" + "".join(parent._trace), UserWarning, stacklevel=2)
+        else:
+            warnings.warn(f"Error detected in {parent.name()}. {_NO_FORWARD}", UserWarning, stacklevel=2)
+        parent = _parent(parent)
+
+
+def _parent(node: Any) -> Any:
+    return node._metadata.get("parent_") if node._metadata else None

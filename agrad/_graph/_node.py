@@ -26,6 +26,7 @@ import numpy as np
 from agrad._backends import device_of
 from agrad._device import CPU
 from agrad._grad_mode import grad_enabled
+from agrad._graph._anomaly import running_node
 from agrad._graph._saved_hooks import Hooks, current_hooks
 from agrad.utils.hooks import RemovableHandle, _add_hook
 
@@ -227,6 +228,9 @@ class Node:
 
     def _record_trace(self) -> None:
         self._trace = traceback.format_stack()[:-3]
+        parent = running_node.get()
+        if parent is not None:  # Note [Anomaly parents]
+            self.metadata["parent_"] = parent
 
 
 class GraphRoot(Node):

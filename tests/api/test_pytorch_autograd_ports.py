@@ -221,18 +221,19 @@ def test_gradcheck_validates_inputs(lib_name: str, fast_mode: bool) -> None:
         gradcheck(lambda x: x, (x,), raise_exception=False, fast_mode=fast_mode)
 
 
-@pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad=True to a scalar")
 @pytest.mark.parametrize("lib_name", LIBS)
 @pytest.mark.parametrize("fast_mode", [True, False])
 def test_gradcheck_check_no_differentiable_outputs(lib_name: str, fast_mode: bool) -> None:
-    """torch: TestAutograd.test_gradcheck_check_no_differentiable_outputs
-    (with a float64 input: pytest turns the float32 warning into an error)."""
+    """torch: TestAutograd.test_gradcheck_check_no_differentiable_outputs (with
+    a float64 input, and ``tensor([x.detach()])`` for ``tensor([x])``: pytest
+    turns the warnings of those into errors, and torch warns only once per
+    process, which another test checks)."""
     lib = _lib(lib_name)
     gradcheck, _ = _gradcheck(lib)
     x = lib.ones((1,), dtype=lib.double, requires_grad=True)
     with pytest.raises(RuntimeError, match="Numerical gradient for function expected to be zero"):
-        gradcheck(lambda x: lib.tensor([x]), x)
-    assert not gradcheck(lambda x: lib.tensor([x]), x, raise_exception=False, fast_mode=fast_mode)
+        gradcheck(lambda x: lib.tensor([x.detach()]), x)
+    assert not gradcheck(lambda x: lib.tensor([x.detach()]), x, raise_exception=False, fast_mode=fast_mode)
     assert gradcheck(lambda x: (), (x,), fast_mode=fast_mode)
 
 
@@ -349,3 +350,68 @@ def test_set_materialize_non_diff_grads(lib_name: str) -> None:
     a = lib.tensor(1.0, requires_grad=True)
     _backward(lib, Func.apply(a)[0])
     assert seen == [None]
+
+
+# -- anomaly mode ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("lib_name", LIBS)
+def test_nested_anomaly_detect_nan(lib_name: str) -> None:
+    """torch: TestAutograd.test_nested_anomaly_detect_nan: a node recorded by a
+    create_graph backward in anomaly mode names the node that induced it
+    (Note [Anomaly parents])."""
+    lib = _lib(lib_name)
+    size = 10
+
+    class MyFunc(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, inp1: Any, fail_0th: bool) -> Any:
+            ctx.fail_0th = fail_0th
+            ctx.save_for_backward(inp1)
+            return inp1.sum(0, keepdim=True)
+
+        @staticmethod
+        def backward(ctx: Any, gO: Any) -> Any:
+            (inp,) = ctx.saved_tensors
+            g = gO.clone().expand(size)
+            return MyFunc2.apply(g * inp, g + inp, ctx.fail_0th), None
+
+    class MyFunc2(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, inp1: Any, inp2: Any, fail_0th: bool) -> Any:
+            ctx.fail_0th = fail_0th
+            return inp1 * 2.0 + inp2
+
+        @staticmethod
+        def backward(ctx: Any, gO: Any) -> Any:
+            g1 = gO.clone()
+            g2 = gO.clone()
+            g1[0] = 0
+            g2[0] = 0
+            if ctx.fail_0th:
+                g1[0] /= 0
+            else:
+                g2[0] /= 0
+            return g1, g2, None
+
+    inp = lib.rand(size, requires_grad=True)
+    (ginp,) = _grad(lib, MyFunc.apply(inp, True), (inp,), create_graph=True)
+    _backward(lib, ginp.sum())  # no NaN check outside anomaly mode
+
+    inp = lib.rand(size, requires_grad=True)
+    (ginp,) = _grad(lib, MyFunc.apply(inp, True), (inp,), create_graph=True)
+    with pytest.warns(UserWarning) as w:
+        with pytest.raises(RuntimeError, match="Function 'MyFunc2Backward' returned nan values in its 0th output."):
+            with lib.autograd.detect_anomaly():
+                _backward(lib, ginp.sum())
+    assert "No forward pass information" in str(w[1].message)
+
+    inp = lib.rand(size, requires_grad=True)
+    with pytest.warns(UserWarning) as w:
+        with pytest.raises(RuntimeError, match="Function 'MyFunc2Backward' returned nan values in its 1th output."):
+            with lib.autograd.detect_anomaly():
+                out = MyFunc.apply(inp, False)
+                (ginp,) = _grad(lib, out, (inp,), create_graph=True)
+                _backward(lib, ginp.sum())
+    assert "MyFunc2.apply" in str(w[1].message)
+    assert "Previous calculation was induced by MyFuncBackward" in str(w[2].message)
+    assert "MyFunc.apply" in str(w[2].message)
+    assert ginp.grad_fn.next_functions[0][0].metadata["parent_"] is out.grad_fn
