@@ -239,6 +239,17 @@ _BASE_SETUP_CONTEXT = inspect.getattr_static(Function, "setup_context")
 
 
 def _wrap_outputs(ctx: BackwardCFunction, args: Sequence[Any], output: Any, recording: bool) -> Any:
+    try:
+        return _wrap(ctx, args, output, recording)
+    finally:
+        # The outputs point at ctx (their grad_fn); ctx must not point back at
+        # them, or every custom Function would leave a reference cycle for the
+        # GC: not even when a pack hook raised (non-reentrant checkpoint's
+        # early stop does, by design, while it recomputes).
+        ctx.to_save = ctx.dirty_tensors = ctx.non_differentiable = ()
+
+
+def _wrap(ctx: BackwardCFunction, args: Sequence[Any], output: Any, recording: bool) -> Any:
     single = not isinstance(output, tuple)
     outputs = (output,) if single else output
     dirty = ctx.dirty_tensors
@@ -281,9 +292,6 @@ def _wrap_outputs(ctx: BackwardCFunction, args: Sequence[Any], output: Any, reco
             ctx._record_trace()
     else:
         ctx._saved = list(ctx.to_save)
-    # The outputs point at ctx (their grad_fn); ctx must not point back at them,
-    # or every custom Function would leave a reference cycle for the GC.
-    ctx.to_save = ctx.dirty_tensors = ctx.non_differentiable = ()
     return wrapped[0] if single else tuple(wrapped)
 
 
