@@ -257,6 +257,10 @@ class Tensor:
     def requires_grad(self, value: bool) -> None:
         self.requires_grad_(value)
 
+    @requires_grad.deleter
+    def requires_grad(self) -> None:
+        raise RuntimeError("requires_grad must be a bool")  # PyTorch's words for ``del t.requires_grad``
+
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         """Set whether autograd records operations on this leaf (in place)."""
         if self._grad_fn is not None:
@@ -415,6 +419,17 @@ class Tensor:
         if self.requires_grad and value._data.dtype.kind not in "fc":
             raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
         self._data = value._data
+
+    @data.deleter
+    def data(self) -> None:
+        raise RuntimeError("Deleting tensor data is not allowed. Delete tensor instead!")
+
+    def __delattr__(self, name: str) -> None:
+        # Deleting the internal slot would leave a tensor without a history
+        # attribute; PyTorch refuses it.
+        if name == "_grad_fn":
+            raise RuntimeError("Deletion of _grad_fn not allowed. Detach tensor instead!")
+        super().__delattr__(name)
 
     def detach(self) -> "Tensor":
         """A new tensor sharing data and version counter, outside the graph."""

@@ -467,3 +467,22 @@ def test_custom_autograd_ac_early_stop() -> None:
     with disabled_gc():
         scope()
         assert [r() for r in refs] == [None, None]
+
+
+@pytest.mark.parametrize("lib_name", LIBS)
+def test_attribute_deletion(lib_name: str) -> None:
+    """torch: TestAutograd.test_attribute_deletion (less ``_backward_hooks``,
+    a torch internal agrad has not)."""
+    lib = _lib(lib_name)
+    x = lib.randn((5, 5), requires_grad=True)
+    del x.grad
+    assert x.grad is None
+    with pytest.raises(RuntimeError, match="Deleting tensor data is not allowed"):
+        del x.data
+    with pytest.raises(TypeError):
+        x.data = None
+    with pytest.raises(RuntimeError, match="requires_grad must be a bool"):
+        del x.requires_grad
+    with pytest.raises(RuntimeError, match="Deletion of _grad_fn not allowed"):
+        del x._grad_fn
+    assert (x * 2).grad_fn is not None and x.requires_grad
