@@ -35,6 +35,12 @@ class RemovableHandle:
 
 def _add_hook(hooks: dict[int, Any], fn: Any) -> RemovableHandle:
     """Insert ``fn`` into ``hooks`` (an insertion-ordered dict) and return its handle."""
+    # Note [Hooks must be callable]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # A deliberate difference: PyTorch stores any object and fails only when
+    # a backward calls it (its test_inplace_on_view_saved_output registers a
+    # non-callable that is never called); agrad refuses it at registration,
+    # where the mistake is.
     if not callable(fn):
         raise TypeError(f"hook must be callable, got {type(fn).__name__}")
     handle = RemovableHandle(hooks)
