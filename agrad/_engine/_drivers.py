@@ -201,31 +201,44 @@ class _CoroutineRunner:
 # starting task is about to abort, and it may only undo what the thread did
 # after the thread ended; a thread left running would commit into ``.grad``
 # after the abort, its provisional entries never cleared.  So the thread is
-# started with interrupts held back (it exists, and is waited for, or it was
-# never started), and an interrupted wait waits again, with interrupts held
-# back, before the interrupt goes on: Ctrl-C takes effect when the nested
-# backward ends.
+# started with interrupts held back, together with the flag that says so
+# (an interrupt lands before both or after both, and an interrupt delivered
+# at the end of that block is already inside the ``try``), and an
+# interrupted wait waits again, with interrupts held back, before the
+# interrupt goes on: Ctrl-C takes effect when the nested backward ends.  The
+# wait is on an event the thread sets when it is done, not on
+# ``Thread.join``: on Python 3.11 a join interrupted by KeyboardInterrupt
+# marks the thread stopped while it still runs (bpo-45274's fix releases the
+# running thread's lock), so a second join, and ``is_alive()``, return at
+# once.
 def _in_fresh_thread(fn: Callable[[Any], Any], arg: Any) -> Any:
     """``fn(arg)`` on a new thread, in a copy of this context; block for its result
     (Note [Never abandon a spilled thread])."""
     ctx = contextvars.copy_context()
     outcome: list[tuple[bool, Any]] = []  # (raised, result or exception)
+    done = threading.Event()
 
     def run() -> None:
         try:
             outcome.append((False, ctx.run(fn, arg)))
         except BaseException as exc:  # re-raised on the waiting thread, below
             outcome.append((True, exc))
+        finally:
+            done.set()
 
     thread = threading.Thread(target=run, name="agrad-engine")
-    with deferred_interrupts():
-        thread.start()
+    started = False
     try:
-        thread.join()
-    except BaseException:
         with deferred_interrupts():
-            thread.join()
+            thread.start()
+            started = True
+        done.wait()
+    except BaseException:
+        if started:
+            with deferred_interrupts():
+                done.wait()
         raise
+    thread.join()  # only its exit is left
     ((raised, result),) = outcome
     outcome.clear()  # no cycle through the exception's traceback
     if raised:
