@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import signal
+import threading
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 
@@ -20,3 +24,17 @@ def anyio_backend(request: pytest.FixtureRequest) -> tuple[str, dict]:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(1234)
+
+
+@pytest.fixture
+def default_sigint() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt during the test, as in an interactive
+    program, even where the test run inherited it ignored (a background job of
+    a shell without job control starts with SIGINT ignored)."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)

@@ -254,11 +254,7 @@ def test_a_read_only_grad_is_accumulated_out_of_place() -> None:
 
 # -- item 3: KeyboardInterrupt ---------------------------------------------------------------------------------
 
-main_thread_only = pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
-                                      reason="signals reach the main thread only")
-
-
-@main_thread_only
+@pytest.mark.usefixtures("default_sigint")
 def test_an_interrupt_during_the_commit_is_raised_after_it_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     """SIGINT arrives while the commit changes leaves: the commit finishes, then
     KeyboardInterrupt is raised, with the note that the gradients are committed."""
@@ -281,7 +277,7 @@ def test_an_interrupt_during_the_commit_is_raised_after_it_whole(monkeypatch: py
     assert not _PROVISIONAL
 
 
-@main_thread_only
+@pytest.mark.usefixtures("default_sigint")
 def test_an_interrupt_while_a_nested_backward_runs_in_a_fresh_thread_waits_for_it() -> None:
     """Note [Never abandon a spilled thread]: SIGINT reaches the main thread while
     it waits for a reentrant backward spilled to a fresh thread; that backward

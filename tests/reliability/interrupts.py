@@ -189,8 +189,14 @@ def soak(trials: int, seed: int) -> Tally:
     """``trials`` SIGINT trials and as many node-raise trials, seeds from ``seed``."""
     tally = Tally("interrupts")
     start = time.perf_counter()
-    for s in range(seed, seed + trials):
-        sigint_trial(s, tally)
-        node_raise_trial(s, tally)
+    # SIGINT must raise KeyboardInterrupt, as in an interactive program, even where this process
+    # inherited it ignored (a background job of a shell without job control starts so).
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        for s in range(seed, seed + trials):
+            sigint_trial(s, tally)
+            node_raise_trial(s, tally)
+    finally:
+        signal.signal(signal.SIGINT, old)
     tally.seconds = time.perf_counter() - start
     return tally
