@@ -13,6 +13,7 @@ import asyncio
 import contextvars
 import sys
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,7 @@ import anyio.lowlevel
 from agrad import _backends
 from agrad._engine import _traps
 from agrad._engine._options import current_options
-from agrad._engine._pool import loop_post
+from agrad._engine._pool import live_loop, loop_post
 from agrad._engine._ready_queue import ReadyQueue
 
 if TYPE_CHECKING:
@@ -144,9 +145,10 @@ def _spawner() -> Callable[[Callable[[], Awaitable[None]], str], None]:
         trio = sys.modules["trio"]
         return lambda fn, name: trio.lowlevel.spawn_system_task(fn, name=name, context=contextvars.Context())
     running: set[asyncio.Task[None]] = set()  # the loop keeps only weak references to tasks
+    ref = weakref.ref(loop)  # Note [Holding a loop weakly]
 
     def spawn(fn: Callable[[], Awaitable[None]], name: str) -> None:
-        t = loop.create_task(fn(), name=name, context=contextvars.Context())  # type: ignore[arg-type]
+        t = live_loop(ref).create_task(fn(), name=name, context=contextvars.Context())  # type: ignore[arg-type]
         running.add(t)
         t.add_done_callback(running.discard)
 

@@ -23,6 +23,7 @@ import contextlib
 import contextvars
 import sys
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -34,7 +35,7 @@ from agrad._engine._options import get_num_interop_threads
 if TYPE_CHECKING:
     from agrad._engine._graph_task import GraphTask
 
-__all__ = ["KernelPool", "current_pool", "loop_post"]
+__all__ = ["KernelPool", "current_pool", "live_loop", "loop_post"]
 
 
 class KernelPool:
@@ -179,14 +180,26 @@ def current_pool() -> KernelPool:
     return pool
 
 
+# Note [Holding a loop weakly]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# anyio's RunVar keeps its value for an asyncio loop in a WeakKeyDictionary
+# keyed by the loop, so a value that refers to its loop keeps the loop alive
+# for good: every loop that ever offloaded a kernel leaked, with its pool (the
+# reliability suite's leak check, and 20 of 20 ``asyncio.run`` loops alive
+# after a collection).  So what the pool and the device workers keep of their
+# loop (the functions that start a worker, post to the loop or spawn a task)
+# holds it through a weak reference.  They are called only while the loop is
+# alive: on its thread, or by a kernel the loop's backward waits for.
 def _asyncio_pool(loop: asyncio.AbstractEventLoop) -> KernelPool:
+    ref = weakref.ref(loop)  # Note [Holding a loop weakly]
+
     def start_worker(worker: Callable[[], None]) -> None:
         # The loop's default executor: closed with the loop (module docstring).
         # Started in an empty context: the asyncio future run_in_executor
         # returns keeps the context it was created in until the loop hears
         # that the worker ended, and the caller's context names its graph task
         # (current_graph_task), which would stay reachable after the backward.
-        contextvars.Context().run(loop.run_in_executor, None, worker)
+        contextvars.Context().run(live_loop(ref).run_in_executor, None, worker)
 
     return KernelPool(start_worker, _asyncio_post(loop))
 
@@ -210,12 +223,22 @@ def loop_post() -> Callable[[Callable[[], None]], None]:
 
 
 def _asyncio_post(loop: asyncio.AbstractEventLoop) -> Callable[[Callable[[], None]], None]:
+    ref = weakref.ref(loop)  # Note [Holding a loop weakly]
+
     def post(fn: Callable[[], None]) -> None:
         # As for trio below: only a loop closed around a running backward refuses.
         with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(fn)
+            live_loop(ref).call_soon_threadsafe(fn)
 
     return post
+
+
+def live_loop(ref: weakref.ref[asyncio.AbstractEventLoop]) -> asyncio.AbstractEventLoop:
+    """The loop behind ``ref``; a loop already collected is a closed one."""
+    loop = ref()
+    if loop is None:
+        raise RuntimeError("Event loop is closed")
+    return loop
 
 
 def _trio_post() -> Callable[[Callable[[], None]], None]:

@@ -250,3 +250,24 @@ async def test_sums_run_on_the_device_of_the_gradients_they_sum(fake: FakeBacken
     y = (h.to("fake:0") * 2).to("fake:1") + h.exp()
     await api.tensor_backward(y.sum())
     np.testing.assert_allclose(a.grad.cpu().numpy(), 1 + 2 + np.exp([0.5, 1.0, 2.0]), rtol=1e-12)
+
+
+def test_a_closed_loop_with_device_workers_is_garbage(fake: FakeBackend) -> None:
+    """Note [Holding a loop weakly]: a loop's device workers live in an anyio
+    RunVar keyed weakly by the loop; they must not keep the loop alive."""
+    import asyncio
+    import gc
+    import weakref
+
+    loops: list[weakref.ref] = []
+
+    async def main() -> None:
+        loops.append(weakref.ref(asyncio.get_running_loop()))
+        x = agrad.tensor([1.0, 2.0], requires_grad=True, device="fake:0")
+        await (x * 2).sum().backward()
+        assert x.grad.cpu().tolist() == [2.0, 2.0]
+
+    for _ in range(3):
+        asyncio.run(main())
+    gc.collect()
+    assert [r() for r in loops] == [None] * 3

@@ -432,3 +432,21 @@ async def test_a_failure_inside_a_chain_names_its_node() -> None:
     assert any("FailsBackward" in note for note in info.value.__notes__)
     assert x.grad is None
     await pool_is_idle()
+
+
+def test_a_closed_loop_that_offloaded_is_garbage() -> None:
+    """Note [Holding a loop weakly]: the loop's kernel pool lives in an anyio
+    RunVar keyed weakly by the loop; it must not keep the loop alive."""
+    loops: list[weakref.ref] = []
+
+    async def main() -> None:
+        loops.append(weakref.ref(asyncio.get_running_loop()))
+        x = agrad.tensor([1.0, 2.0], requires_grad=True)
+        with engine_options(offload="always"):
+            await (x * 2).sum().backward()
+        assert x.grad.tolist() == [2.0, 2.0]
+
+    for _ in range(3):
+        asyncio.run(main())
+    gc.collect()
+    assert [r() for r in loops] == [None] * 3
