@@ -961,8 +961,8 @@ def _diagonal_parse(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1
 
 def _diagonal_view(xp: Any, input: Any, offset: int, dim1: int, dim2: int) -> Any:
     out = xp.diagonal(input, offset, dim1, dim2)
-    if xp is np and input.flags.writeable:
-        out.flags.writeable = True  # numpy's diagonal is read-only; PyTorch's writes through
+    if not _backends.writeable(out) and _backends.writeable(input):
+        out.flags.writeable = True  # numpy's diagonal is read-only (CuPy's is not); PyTorch's writes through
     return out
 
 
