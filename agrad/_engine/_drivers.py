@@ -175,19 +175,23 @@ class _CoroutineRunner:
     def __exit__(self, *exc: object) -> None:
         loop = self._loop
         if loop is not None:
-            try:
-                loop.run_until_complete(loop.shutdown_asyncgens())
-                loop.run_until_complete(loop.shutdown_default_executor())
-            finally:
-                loop.close()
+            with deferred_interrupts():  # shut down and closed whole (Note [Interrupting a private loop])
+                try:
+                    loop.run_until_complete(loop.shutdown_asyncgens())
+                    loop.run_until_complete(loop.shutdown_default_executor())
+                finally:
+                    loop.close()
 
     def __call__(self, aw: Awaitable[Any]) -> Any:
         if _loop_running_here():
             return _in_fresh_thread(_run_in_fresh_loop, aw)
         if self._loop is None:
-            self._loop = asyncio.new_event_loop()
+            with deferred_interrupts():  # made and kept, or not made: never left unclosed
+                self._loop = asyncio.new_event_loop()
+        context = contextvars.copy_context()
+        context.run(_forget_async_library)
         with cancel_on_interrupt(self._loop) as interrupt:  # Note [Interrupting a private loop]
-            interrupt.task = self._loop.create_task(_as_coroutine(aw), context=contextvars.copy_context())
+            interrupt.task = self._loop.create_task(_as_coroutine(aw), context=context)
             return self._loop.run_until_complete(interrupt.task)
 
 
@@ -263,12 +267,17 @@ def _loop_running_here() -> bool:
 
 
 def _run_in_fresh_loop(aw: Awaitable[Any]) -> Any:
-    # The copied context may say "trio" to sniffio (the caller's library);
-    # this thread runs asyncio.
+    _forget_async_library()
+    return asyncio.run(_as_coroutine(aw))
+
+
+def _forget_async_library() -> None:
+    """Before running asyncio in this context: a context copied from a trio task
+    (through a spilled thread too) says "trio" to sniffio, and anyio would
+    then drive the asyncio loop as trio ("Task got bad yield")."""
     sniffio = sys.modules.get("sniffio")
     if sniffio is not None:
         sniffio.current_async_library_cvar.set(None)
-    return asyncio.run(_as_coroutine(aw))
 
 
 async def _as_coroutine(aw: Awaitable[Any]) -> Any:

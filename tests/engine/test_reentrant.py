@@ -360,3 +360,40 @@ def test_max_recursion_depth_option_is_checked() -> None:
                 pass
     with engine_options(max_recursion_depth=3) as options:
         assert options.max_recursion_depth == 3
+
+
+@pytest.mark.anyio
+async def test_an_async_backward_in_a_spilled_blocking_backward_runs_on_asyncio(anyio_backend: Any) -> None:
+    """A blocking nested backward spilled to a fresh thread runs an ``async def
+    backward`` on a private asyncio loop there; the context copied from the
+    caller (a trio task included) must not make anyio drive that loop as
+    trio's ("Task got bad yield")."""
+
+    class Inner(agrad.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: agrad.Tensor) -> agrad.Tensor:
+            return x.clone()
+
+        @staticmethod
+        async def backward(ctx: Any, g: agrad.Tensor) -> agrad.Tensor:
+            await anyio.lowlevel.checkpoint()
+            return g * 3
+
+    leaf = agrad.ones((), requires_grad=True)
+
+    class Outer(agrad.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: agrad.Tensor) -> agrad.Tensor:
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx: Any, g: agrad.Tensor) -> agrad.Tensor:
+            with agrad.enable_grad():
+                loss = Inner.apply(leaf).sum()
+            agrad.autograd.backward_sync(loss)  # spills: max_recursion_depth=1
+            return g
+
+    x = agrad.ones(2, requires_grad=True)
+    with engine_options(max_recursion_depth=1):
+        await Outer.apply(x).sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0] and leaf.grad.item() == 3.0
