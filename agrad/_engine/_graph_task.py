@@ -39,6 +39,7 @@ from agrad._engine._ready_queue import ReadyQueue
 from agrad._grad_mode import grad_enabled
 from agrad._graph._anomaly import anomaly_check_nan, anomaly_enabled, run_as_parent, warn_error_detected
 from agrad._graph._node import Edge, Node
+from agrad._graph._saved_hooks import restore_saved_hooks, saved_hooks_state
 from agrad._tensor import Tensor
 
 # Note [Staged gradients]
@@ -393,9 +394,15 @@ class GraphTask:
     @contextmanager
     def _ambient(self) -> Iterator[None]:
         """While nodes run, grad mode is ``create_graph`` (as in PyTorch) and this
-        task is the current one (for queue_callback and reentrant depth)."""
+        task is the current one (for queue_callback and reentrant depth).
+
+        Afterwards the saved-tensor hooks are as they were before: PyTorch runs
+        nodes under the thread-local state captured with the graph task, so an
+        unpack hook that enters or leaves ``saved_tensors_hooks`` changes
+        nothing for the caller."""
         mode = grad_enabled.get()
         outer = current_graph_task.get()
+        hooks = saved_hooks_state()
         grad_enabled.set(self.create_graph)
         current_graph_task.set(self)
         try:
@@ -403,6 +410,7 @@ class GraphTask:
         finally:
             grad_enabled.set(mode)
             current_graph_task.set(outer)
+            restore_saved_hooks(hooks)
 
     # Note [Offloaded kernels]
     # ~~~~~~~~~~~~~~~~~~~~~~~~

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agrad._tensor import Tensor
 
-__all__ = ["saved_tensors_hooks", "disable_saved_tensors_hooks", "current_hooks"]
+__all__ = ["saved_tensors_hooks", "disable_saved_tensors_hooks", "current_hooks", "saved_hooks_state",
+           "restore_saved_hooks"]
 
 Hooks = tuple[Callable[["Tensor"], Any], Callable[[Any], "Tensor"]]
 
@@ -136,3 +137,15 @@ def disable_saved_tensors_hooks(error_message: str) -> Iterator[None]:
         yield
     finally:
         _disabled.set(prev)
+
+
+def saved_hooks_state() -> tuple[Hooks | None, tuple[Hooks | None, ...]]:
+    """The current context's hooks and the stack of those they replaced."""
+    return current_hooks.get(), _outer_hooks.get()
+
+
+def restore_saved_hooks(state: tuple[Hooks | None, tuple[Hooks | None, ...]]) -> None:
+    """Put back what :func:`saved_hooks_state` returned (a backward does so when
+    it ends, whatever its hooks entered or left meanwhile)."""
+    current_hooks.set(state[0])
+    _outer_hooks.set(state[1])

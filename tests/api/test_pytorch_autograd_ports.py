@@ -486,3 +486,49 @@ def test_attribute_deletion(lib_name: str) -> None:
     with pytest.raises(RuntimeError, match="Deletion of _grad_fn not allowed"):
         del x._grad_fn
     assert (x * 2).grad_fn is not None and x.requires_grad
+
+
+def test_saved_tensor_hooks_extra_exit_during_bw_no_crash() -> None:
+    """torch's ``test_saved_tensor_hooks_extra_exit_during_bw_no_crash``: an
+    unpack hook that leaves a ``saved_tensors_hooks`` context during a backward
+    changes nothing after the backward, as PyTorch restores its thread-local
+    state (so the later exits are balanced)."""
+
+    def unpack(x: Any) -> Any:
+        ctx_1.__exit__()
+        return x
+
+    ctx_1 = agrad.autograd.graph.saved_tensors_hooks(lambda x: x, unpack)
+    ctx_2 = agrad.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: x)
+    for _ in range(10):
+        with ctx_2:
+            ctx_1.__enter__()
+            x = agrad.randn(3, 3, requires_grad=True)
+            x.sin().sum().backward_sync()
+    for _ in range(10):
+        ctx_1.__exit__()
+    a = agrad.tensor(1.0, requires_grad=True)
+    y = a.exp()
+    y.grad_fn._raw_saved_result.register_hooks(lambda x: x, lambda x: x)
+
+
+def test_saved_tensor_hooks_extra_enter_during_bw_no_leak() -> None:
+    """torch's ``test_saved_tensor_hooks_extra_enter_during_bw_no_leak``: an
+    unpack hook that enters its own context during a backward leaves no
+    reference to it behind."""
+
+    def scope() -> weakref.ref:
+        def unpack(x: Any) -> Any:
+            weak_ctx_1().__enter__()
+            return x
+
+        ctx_1 = agrad.autograd.graph.saved_tensors_hooks(lambda x: x, unpack)
+        weak_ctx_1 = weakref.ref(ctx_1)
+        x = agrad.randn(3, 3, requires_grad=True)
+        with ctx_1:
+            x.sin().sum().backward_sync()
+        return weakref.ref(unpack)
+
+    with disabled_gc():
+        unpack_hook_ref = scope()
+        assert unpack_hook_ref() is None
