@@ -49,6 +49,24 @@ def _check(x: agrad.Tensor, w: agrad.Tensor, dx: np.ndarray, dw: np.ndarray, rai
     assert not _PROVISIONAL
 
 
+class _Trial:
+    """One trial: the graph of ``_graph(4)`` and an awaited backward of it that
+    records whether it returned."""
+
+    def __init__(self) -> None:
+        self.x, self.w, self.loss, self.dx, self.dw = _graph(4)
+        self.returned = False
+
+    async def backward(self) -> None:
+        await self.loss.backward()
+        self.returned = True
+
+    def check(self) -> bool:
+        """Check all or nothing; whether the backward was cancelled."""
+        _check(self.x, self.w, self.dx, self.dw, raised=not self.returned)
+        return not self.returned
+
+
 async def _for_each_pass(trial: Callable[[int], Awaitable[bool]]) -> int:
     """Run ``trial(k)`` for k = 0, 1, ... until a trial's backward finished
     before it could be cancelled; return how many were cancelled."""
@@ -74,13 +92,7 @@ async def _passes(k: int) -> None:
 async def test_anyio_cancellation_at_every_pass_is_all_or_nothing(anyio_backend: Any, schedule: dict,
                                                                    mechanism: str) -> None:
     async def trial(k: int) -> bool:
-        x, w, loss, dx, dw = _graph(4)
-        returned = False
-
-        async def backward() -> None:
-            nonlocal returned
-            await loss.backward()
-            returned = True
+        t = _Trial()
 
         async def stop(scope: anyio.CancelScope) -> None:
             await _passes(k)
@@ -92,19 +104,18 @@ async def test_anyio_cancellation_at_every_pass_is_all_or_nothing(anyio_backend:
             try:
                 if mechanism == "fail_after":
                     with anyio.fail_after(k * 1e-4):
-                        await backward()
+                        await t.backward()
                 elif mechanism == "move_on_after":
                     with anyio.move_on_after(k * 1e-4):
-                        await backward()
+                        await t.backward()
                 else:
                     async with anyio.create_task_group() as tg:
                         tg.start_soon(stop, tg.cancel_scope)
-                        await backward()
+                        await t.backward()
                         await anyio.sleep_forever()
             except* (TimeoutError, LookupError):
                 pass
-        _check(x, w, dx, dw, raised=not returned)
-        return not returned
+        return t.check()
 
     assert await _for_each_pass(trial) >= 1
 
@@ -117,13 +128,7 @@ def test_asyncio_cancellation_at_every_pass_is_all_or_nothing(loop: str, schedul
     relatives, on asyncio's own mechanisms."""
 
     async def trial(k: int) -> bool:
-        x, w, loss, dx, dw = _graph(4)
-        returned = False
-
-        async def backward() -> None:
-            nonlocal returned
-            await loss.backward()
-            returned = True
+        t = _Trial()
 
         async def fail() -> None:
             for _ in range(k):
@@ -133,24 +138,23 @@ def test_asyncio_cancellation_at_every_pass_is_all_or_nothing(loop: str, schedul
         with engine_options(time_slice=1e-6, **schedule):
             try:
                 if mechanism == "Task.cancel":
-                    task = asyncio.create_task(backward())
+                    task = asyncio.create_task(t.backward())
                     for _ in range(k):
                         await asyncio.sleep(0)
                     task.cancel()
                     await task
                 elif mechanism == "asyncio.timeout":
                     async with asyncio.timeout(k * 1e-4):
-                        await backward()
+                        await t.backward()
                 elif mechanism == "wait_for":
-                    await asyncio.wait_for(backward(), k * 1e-4)
+                    await asyncio.wait_for(t.backward(), k * 1e-4)
                 else:
                     async with asyncio.TaskGroup() as tg:
                         tg.create_task(fail())
-                        tg.create_task(backward())
+                        tg.create_task(t.backward())
             except* (asyncio.CancelledError, TimeoutError, LookupError):
                 pass
-        _check(x, w, dx, dw, raised=not returned)
-        return not returned
+        return t.check()
 
     async def main() -> None:
         assert await _for_each_pass(trial) >= 1
@@ -168,22 +172,16 @@ def test_trio_cancellation_at_every_pass_is_all_or_nothing(mechanism: str) -> No
     trio = pytest.importorskip("trio")
 
     async def trial(k: int) -> bool:
-        x, w, loss, dx, dw = _graph(4)
-        returned = False
-
-        async def backward() -> None:
-            nonlocal returned
-            await loss.backward()
-            returned = True
+        t = _Trial()
 
         with engine_options(time_slice=1e-6):
             try:
                 if mechanism == "move_on_after":
                     with trio.move_on_after(k * 1e-4):
-                        await backward()
+                        await t.backward()
                 elif mechanism == "fail_after":
                     with trio.fail_after(k * 1e-4):
-                        await backward()
+                        await t.backward()
                 else:
                     async with trio.open_nursery() as nursery:
                         async def stop() -> None:
@@ -194,12 +192,11 @@ def test_trio_cancellation_at_every_pass_is_all_or_nothing(mechanism: str) -> No
                             nursery.cancel_scope.cancel()
 
                         nursery.start_soon(stop)
-                        await backward()
+                        await t.backward()
                         await trio.sleep_forever()
             except* (trio.TooSlowError, LookupError):
                 pass
-        _check(x, w, dx, dw, raised=not returned)
-        return not returned
+        return t.check()
 
     async def main() -> None:
         assert await _for_each_pass(trial) >= 1
