@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -143,8 +144,51 @@ def _infer(data: Any) -> tuple[np.ndarray, np.dtype]:
         _dtype.from_numpy_dtype(data.dtype)
         arr = np.asarray(data)
         return arr, arr.dtype
-    inferred, has_tensors = _scalar_type(data)  # first: numpy would not name a bad element
-    return np.asarray(_tensors_as_scalars(data) if has_tensors else data), inferred.np
+    try:
+        inferred, has_tensors = _scalar_type(data)  # first: numpy would not name a bad element
+    except (TypeError, RuntimeError) as exc:
+        raise _too_many_dims(data) or exc from None
+    try:
+        return np.asarray(_tensors_as_scalars(data) if has_tensors else data), inferred.np
+    except ValueError as exc:
+        raise _ragged(data, _first_sizes(data)) or exc from None
+
+
+# Note [Misshapen tensor data]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# PyTorch reads nested data in three passes, and its error names the first
+# that fails: the sizes, from the first element at each depth (a string
+# there is a sequence without end: "too many dimensions 'str'"); the dtype,
+# from every element (a string elsewhere: "new(): invalid data type 'str'");
+# then the values, depth first ("expected sequence of length 2 at dim 1 (got
+# 1)").  agrad infers the dtype and lets numpy copy the values, and only when
+# one of them fails walks the data again to name PyTorch's error.
+def _first_sizes(data: Any) -> list[int]:
+    sizes = []
+    while isinstance(data, (list, tuple)):
+        sizes.append(len(data))
+        if not data:
+            break
+        data = data[0]
+    return sizes
+
+
+def _too_many_dims(data: Any) -> ValueError | None:
+    first = data
+    while isinstance(first, (list, tuple)) and first:
+        first = first[0]
+    if first is not data and isinstance(first, (str, bytes)):
+        return ValueError(f"too many dimensions '{type(first).__name__}'")
+    return None
+
+
+def _ragged(data: Any, sizes: list[int], dim: int = 0) -> ValueError | None:
+    """PyTorch's error for the first sequence, depth first, whose length differs from ``sizes``."""
+    if dim == len(sizes) or not isinstance(data, (list, tuple)):
+        return None
+    if len(data) != sizes[dim]:
+        return ValueError(f"expected sequence of length {sizes[dim]} at dim {dim} (got {len(data)})")
+    return next((e for e in (_ragged(x, sizes, dim + 1) for x in data) if e is not None), None)
 
 
 _PY_SCALARS = (bool, int, float)  # bool first: it is an int too
@@ -170,7 +214,9 @@ def _scalar_type(data: Any) -> tuple[_dtype.dtype, bool]:
         if isinstance(data, kind):
             return _python_scalar_type(kind), False
     if not isinstance(data, (list, tuple)):
-        raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+        if isinstance(data, (str, bytes)):
+            raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+        raise RuntimeError(f"Could not infer dtype of {type(data).__name__}")
     types = set(map(type, data))
     out: _dtype.dtype | None = None
     for kind in _PY_SCALARS:
@@ -214,7 +260,7 @@ def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: b
     arr, inferred = _infer(data)
     if dtype is None:
         return _finish(_cast(arr, inferred, copy=True), requires_grad, device)
-    dt = _dtype.to_dtype(dtype)
+    dt = _dtype.to_dtype(dtype, "tensor")
     if not isinstance(data, (Tensor, np.ndarray, np.generic)):  # Python numbers are range-checked
         _dtype.check_values(arr, dt)
     return _finish(_cast(arr, dt.np, copy=True), requires_grad, device)
@@ -258,9 +304,15 @@ def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
 def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
     """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from it)."""
+    _check_fill(fill_value, "full")
     if dtype is None:
         dtype = _dtype.result_type([], [], [fill_value])
     return _finish(_filled(_size((size,)), fill_value, _dtype.to_dtype(dtype)), requires_grad, device)
+
+
+def _check_fill(fill_value: Any, op: str) -> None:
+    if not isinstance(fill_value, (numbers.Number, np.generic, Tensor)):
+        raise TypeError(f"{op}(): argument 'fill_value' (position 2) must be Number, not {type(fill_value).__name__}")
 
 
 def _filled(shape: tuple[int, ...], fill_value: Any, dt: _dtype.dtype) -> np.ndarray:
@@ -354,37 +406,56 @@ def _where(t: Tensor, device: Any) -> Any:
     return t.device if device is None else device
 
 
+def _of_tensor(factory: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """``factory(input, ...)`` refusing a non-tensor ``input`` with PyTorch's ``TypeError``."""
+
+    @functools.wraps(factory)
+    def like(input: Any, *args: Any, **kwargs: Any) -> Tensor:
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{factory.__name__}(): argument 'input' (position 1) must be Tensor, "
+                            f"not {type(input).__name__}")
+        return factory(input, *args, **kwargs)
+
+    return like
+
+
 def _like(t: Tensor, dtype: Any) -> np.dtype:
     return t._data.dtype if dtype is None else _np_dtype(dtype)
 
 
 @_allocating
+@_of_tensor
 def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Zeros with ``input``'s shape and dtype."""
     return _finish(np.zeros(input.shape, _like(input, dtype)), requires_grad, _where(input, device))
 
 
 @_allocating
+@_of_tensor
 def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Ones with ``input``'s shape and dtype."""
     return _finish(np.ones(input.shape, _like(input, dtype)), requires_grad, _where(input, device))
 
 
 @_allocating
+@_of_tensor
 def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Uninitialised, with ``input``'s shape and dtype."""
     return _finish(np.empty(input.shape, _like(input, dtype)), requires_grad, _where(input, device))
 
 
 @_allocating
+@_of_tensor
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
     """``fill_value`` with ``input``'s shape and dtype."""
+    _check_fill(fill_value, "full_like")
     dt = input.dtype if dtype is None else _dtype.to_dtype(dtype)
     return _finish(_filled(input.shape, fill_value, dt), requires_grad, _where(input, device))
 
 
 @_allocating
+@_of_tensor
 def rand_like(input: Tensor, *, generator: Generator | None = None, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
     """Uniform samples with ``input``'s shape and dtype."""
@@ -393,6 +464,7 @@ def rand_like(input: Tensor, *, generator: Generator | None = None, dtype: Any =
 
 
 @_allocating
+@_of_tensor
 def randn_like(input: Tensor, *, generator: Generator | None = None, dtype: Any = None, device: Any = None,
                requires_grad: bool = False) -> Tensor:
     """Normal samples with ``input``'s shape and dtype."""

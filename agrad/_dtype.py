@@ -61,6 +61,10 @@ uint8 = dtype("uint8", np.uint8, _INT)
 bool = dtype("bool", np.bool_, _BOOL)  # noqa: A001 - mirrors torch.bool
 
 _ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool)
+
+# PyTorch's C++ names of the scalar types, as its kernels' messages spell them, by numpy dtype name.
+SCALAR_TYPE_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char", "int16": "Short",
+                     "int32": "Int", "int64": "Long", "uint8": "Byte", "bool": "Bool"}
 _FROM_NP: dict[np.dtype, dtype] = {d.np: d for d in _ALL}
 _default_float = float32
 
@@ -143,8 +147,9 @@ def from_numpy_dtype(np_dtype: Any) -> dtype:
         ) from None
 
 
-def to_dtype(d: Any) -> dtype:
-    """Accept an agrad dtype, a numpy dtype or a Python type and return agrad's."""
+def to_dtype(d: Any, op: str | None = None) -> dtype:
+    """Accept an agrad dtype, a numpy dtype or a Python type and return agrad's; a string, which
+    numpy would read as a dtype's name, is PyTorch's ``TypeError`` naming ``op``."""
     if isinstance(d, dtype):
         return d
     if d is float:
@@ -153,6 +158,8 @@ def to_dtype(d: Any) -> dtype:
         return int64
     if d is _builtin_bool:
         return bool
+    if isinstance(d, str):
+        raise TypeError(f"{op or 'dtype'}(): argument 'dtype' must be agrad.dtype, not {type(d).__name__}")
     return from_numpy_dtype(d)
 
 

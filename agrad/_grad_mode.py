@@ -203,8 +203,11 @@ class set_grad_enabled(_GradModeContext):
     """
 
     def __init__(self, mode: bool) -> None:
+        if not isinstance(mode, bool):
+            raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, "
+                            f"not {type(mode).__name__}")
         super().__init__()
-        self._mode = bool(mode)
+        self._mode = mode
         self._prev.append(grad_enabled.get())
         grad_enabled.set(self._mode)
 

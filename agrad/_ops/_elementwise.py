@@ -713,11 +713,22 @@ def logical_not(xp, input):
     return xp.logical_not(input)
 
 
-@defop(ref=lambda torch: torch.bitwise_not, vjp=None, methods=("bitwise_not", "__invert__"),
+@defop(ref=lambda torch: torch.bitwise_not, vjp=None, methods=("bitwise_not",),
        inplace=("bitwise_not_",),
        samples=lambda rng: [((rng.random((3, 4)) < 0.5,), {}), ((rng.integers(-5, 5, (2, 3)),), {})])
 def bitwise_not(xp, input):
-    """Elementwise bitwise not (``~``): logical not for bool, two's complement for integers."""
+    """Elementwise bitwise not: logical not for bool, two's complement for integers."""
     if input.dtype.kind not in "iub":
-        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+        raise NotImplementedError(
+            f'"bitwise_not_cpu" not implemented for \'{_dtype.SCALAR_TYPE_NAMES[input.dtype.name]}\'')
     return xp.invert(input)
+
+
+def _invert(self: Tensor) -> Tensor:
+    """``~self``: :func:`bitwise_not`, refused for floating tensors by Python's ``TypeError`` as in PyTorch."""
+    if self._data.dtype.kind not in "iub":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return bitwise_not(self)
+
+
+Tensor.__invert__ = _invert  # type: ignore[method-assign]

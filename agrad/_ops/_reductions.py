@@ -65,11 +65,13 @@ def mean(xp, input, *, dim=None, keepdim=False):
 
 @defop(ref=lambda torch: torch.log_softmax,
        vjp=lambda g, out, dim: g - exp(out) * g.sum(dim=dim, keepdim=True), node="LogSoftmaxBackward0",
-       methods=("log_softmax",), to_float=True,
+       methods=("log_softmax",),
        samples=lambda rng: [((_r(rng, 3, 5),), {"dim": 1}), ((_r(rng, 4),), {"dim": 0}),
                             ((_r(rng, 2, 3, 4),), {"dim": -2})])
 def log_softmax(xp, input, *, dim):
-    """``log(softmax(input, dim))``, computed stably (shifted by the max)."""
+    """``log(softmax(input, dim))``, computed stably (shifted by the max); floating inputs only."""
+    if input.dtype.kind != "f":
+        raise _softmax_not_implemented("log_softmax", input.dtype, input.ndim, dim)
     shifted = input - xp.max(input, axis=dim, keepdims=True)
     return shifted - xp.log(xp.sum(xp.exp(shifted), axis=dim, keepdims=True))
 
@@ -600,4 +602,17 @@ def _correction(dim: Any, unbiased: bool | None, correction: float | None) -> tu
 Tensor.allclose = allclose  # type: ignore[attr-defined]
 
 
-Tensor.softmax = lambda self, dim: exp(log_softmax(self, dim=dim))  # type: ignore[attr-defined]
+def _softmax_not_implemented(name: str, dtype: np.dtype, ndim: int, dim: int) -> NotImplementedError:
+    """PyTorch's error for (log_)softmax of an integer or bool tensor, naming its CPU kernel."""
+    kernel = f"{name}_lastdim_kernel_impl" if dim in (-1, (ndim or 1) - 1) else f"{name}_kernel_impl"
+    return NotImplementedError(f'"{kernel}" not implemented for \'{_TORCH_TYPE_NAMES[dtype.name]}\'')
+
+
+def softmax(input: Tensor, dim: int) -> Tensor:
+    """Normalised exponentials along ``dim``; floating inputs only."""
+    if input._data.dtype.kind != "f":
+        raise _softmax_not_implemented("softmax", input._data.dtype, input.ndim, dim)
+    return exp(log_softmax(input, dim=dim))
+
+
+Tensor.softmax = softmax  # type: ignore[attr-defined]

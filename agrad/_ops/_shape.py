@@ -147,6 +147,9 @@ def _sum_to(xp: Any, x: Any, shape: tuple[int, ...]) -> Any:
        samples=lambda rng: [((_r(rng, 2, 3, 4), (3, 1)), {}), ((_r(rng, 3), ()), {})])
 def sum_to_size(xp, input, *, size):
     """Sum ``input`` down to ``size``, undoing a broadcast to ``input``'s shape."""
+    shape = input.shape
+    if len(size) > len(shape) or any(s != 1 and s != t for s, t in zip(reversed(size), reversed(shape))):
+        raise RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(shape)}}}.")
     return _sum_to(xp, input, size)
 
 

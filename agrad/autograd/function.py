@@ -117,8 +117,8 @@ class BackwardCFunction(Node, FunctionCtx):
                     "but the corresponding forward input was not a Variable"
                 )
             if g is not None and not isinstance(g, Tensor):
-                raise TypeError(f"function {self.name()} returned a {type(g).__name__} at position {i + 1}, "
-                                "expected a Tensor or None")
+                raise RuntimeError(f"function {self.name()} returned an invalid gradient at position {i + 1}: "
+                                   f"expected Variable or None (got {type(g).__name__})")
         return grads
 
 
@@ -256,6 +256,9 @@ def _wrap(ctx: BackwardCFunction, args: Sequence[Any], output: Any, recording: b
     non_diff = ctx.non_differentiable
     for d in dirty:
         d._bump_version()  # as PyTorch's mark_dirty, recording or not
+    if any(all(o is not d for o in outputs) for d in dirty):
+        raise RuntimeError("Some elements marked as dirty during the forward method were not returned as output. "
+                           "The inputs that are modified inplace must all be outputs of the Function.")
     if recording:
         for d in dirty:
             _check_dirty(d, len(outputs))

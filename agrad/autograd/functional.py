@@ -27,9 +27,9 @@ def _as_tuple(x: Any, arg: str, fn: str) -> tuple[bool, tuple[Tensor, ...]]:
     xs = tuple(x) if is_tuple else (x,)
     for i, t in enumerate(xs):
         if not isinstance(t, Tensor):
-            what = f"The {arg} given to {fn}" if not is_tuple else f"Entry {i} in the {arg} given to {fn}"
-            raise TypeError(f"{what} must be either a Tensor or a tuple of Tensors but the value at index {i} "
-                            f"has type {type(t).__name__}.")
+            which = f"the value at index {i}" if is_tuple else f"the given {arg}"
+            raise TypeError(f"The {arg} given to {fn} must be either a Tensor or a tuple of Tensors but {which} "
+                            f"has type {type(t)}.")
     return is_tuple, xs
 
 

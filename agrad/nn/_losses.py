@@ -17,6 +17,7 @@ from agrad._ops._elementwise import exp, log, sigmoid, tanh, where
 from agrad._ops._elementwise import relu as _relu
 from agrad._ops._linalg import matmul
 from agrad._ops._reductions import log_softmax as _log_softmax
+from agrad._ops._reductions import softmax as _softmax
 from agrad._tensor import Tensor
 
 __all__ = [
@@ -39,7 +40,9 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dty
 
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
     """Normalised exponentials along ``dim``."""
-    return exp(log_softmax(input, dim, dtype=dtype))
+    if dtype is not None:
+        input = input.to(dtype)
+    return _softmax(input, _softmax_dim(input, dim))
 
 
 def _softmax_dim(input: Tensor, dim: int | None) -> int:
