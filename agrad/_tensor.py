@@ -393,7 +393,8 @@ class Tensor:
     def grad(self, value: "Tensor | None") -> None:
         if value is not None:
             if not isinstance(value, Tensor):
-                raise TypeError(f"assigned grad expected to be a Tensor or None but got {type(value).__name__}")
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                                f"{type(value).__name__}")
             if value is self:
                 raise RuntimeError("can't assign Variable as its own grad")
             if value.shape != self.shape:
@@ -403,9 +404,10 @@ class Tensor:
                     "the same size"
                 )
             if value.dtype is not self.dtype:
-                raise RuntimeError(
-                    f"attempting to assign a gradient with dtype '{value.dtype}' to a tensor with "
-                    f"dtype '{self.dtype}'. The gradient must match the tensor's dtype."
+                raise RuntimeError(  # agrad has no grad_dtype: it is always the tensor's dtype
+                    f"attempting to assign a gradient with dtype '{_dtype.CPP_TYPE_NAMES[value.dtype.name]}' to a "
+                    f"tensor with grad_dtype '{_dtype.SCALAR_TYPE_NAMES[self.dtype.name]}'. The gradient must match "
+                    "the tensor's grad_dtype (defaults to the tensor's dtype)."
                 )
         self._grad = value
 

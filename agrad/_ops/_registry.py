@@ -635,7 +635,8 @@ def _inplace(fn: Callable[..., Tensor], name: str) -> Callable[..., Tensor]:
             )
         if not np.can_cast(result._data.dtype, self._data.dtype, casting="same_kind"):
             raise RuntimeError(
-                f"result type {result.dtype} can't be cast to the desired output type {self.dtype}"
+                f"result type {_dtype.SCALAR_TYPE_NAMES[result.dtype.name]} can't be cast to the desired output "
+                f"type {_dtype.SCALAR_TYPE_NAMES[self.dtype.name]}"
             )
         if recording and base is not None and result._grad_fn is not None:
             from agrad._ops._views import check_recorded_view_write
