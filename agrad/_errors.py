@@ -62,7 +62,7 @@ def _shapes(shapes: Sequence[tuple[int, ...]]) -> str:
 
 
 def _duplicate_dim(attrs: dict[str, Any], ndim: int) -> RuntimeError | None:
-    dims = attrs.get("dim")
+    dims = attrs.get("dim", attrs.get("dims"))  # flip names it dims
     if not isinstance(dims, (tuple, list)):
         return None
     seen = set()
@@ -91,6 +91,8 @@ def translate(exc: BaseException, name: str, shapes: Sequence[tuple[int, ...]],
     if isinstance(exc, IndexError):  # numpy's indexing words for PyTorch's
         if " for axis " in msg:
             return IndexError(msg.replace(" for axis ", " for dimension "))
+        if msg.startswith("arrays used as indices must be of integer"):
+            return IndexError("tensors used as indices must be long, int, byte or bool tensors")
         if msg.startswith("too many indices for array"):
             return IndexError(f"too many indices for tensor of dimension {len(shapes[0]) if shapes else 0}")
         return None
@@ -102,7 +104,7 @@ def translate(exc: BaseException, name: str, shapes: Sequence[tuple[int, ...]],
         err: BaseException | None = None
         if "broadcast" in msg:
             err = broadcast_error(shapes)
-        elif "duplicate value in 'axis'" in msg:
+        elif "duplicate value in 'axis'" in msg or "repeated axis" in msg:
             err = _duplicate_dim(attrs, len(shapes[0]) if shapes else 0)
         return err or RuntimeError(f"{name}(): {msg} (input shapes: {_shapes(shapes)})")
     if isinstance(exc, ZeroDivisionError):

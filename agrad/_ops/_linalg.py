@@ -197,7 +197,8 @@ def _parse_equation(equation: str, n: int) -> tuple[list[str], str]:
     lhs, arrow, rhs = eq.partition("->")
     subs = lhs.split(",")
     if len(subs) != n:
-        raise RuntimeError(f"einsum(): {len(subs)} operands were specified in the equation but {n} were given")
+        which = "fewer" if n < len(subs) else "more"
+        raise RuntimeError(f"einsum(): {which} operands were provided than specified in the equation")
     for s in subs + [rhs]:
         if not all(c.isalpha() for c in s):
             raise RuntimeError(f"einsum(): invalid subscript given in equation {equation!r}")
@@ -258,18 +259,37 @@ def _einsum(xp, *tensors, equation):
     """Einstein summation over the operands' subscripts (no ellipsis)."""
     subs, rhs = _parse_equation(equation, len(tensors))
     sizes: dict[str, int] = {}
-    for t, s in zip(tensors, subs):
+    for k, (t, s) in enumerate(zip(tensors, subs)):
         if len(s) != t.ndim:
             raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(s)}) does not match "
-                               f"the number of dimensions ({t.ndim}) for operand {subs.index(s)} and no "
+                               f"the number of dimensions ({t.ndim}) for operand {k} and no "
                                "ellipsis was given")
+        own: dict[str, int] = {}
         for c, n in zip(s, t.shape):
+            if own.setdefault(c, n) != n:
+                raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {k} but the sizes don't match, "
+                                   f"{n} != {own[c]}")
             if sizes.setdefault(c, n) != n:
-                raise RuntimeError("einsum(): operands do not broadcast with remapped shapes (original->remapped)")
+                raise _einsum_size_error(c, n, k, sizes[c])
     return xp.einsum(",".join(subs) + "->" + rhs, *tensors)
 
 
 einsum = _einsum
+
+
+# Note [einsum without broadcasting]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# PyTorch broadcasts a subscript of size 1 against the same subscript of
+# another size (``einsum('i,i->i', ones(1), ones(3))``).  agrad's einsum and
+# its gradient (``_einsum_grad``) assume one size per subscript, so agrad
+# refuses that case; sizes that would not broadcast in PyTorch either get
+# PyTorch's message.
+def _einsum_size_error(c: str, n: int, k: int, seen: int) -> RuntimeError:
+    if n == 1 or seen == 1:
+        return RuntimeError(f"einsum(): subscript {c} has size {n} for operand {k} and size {seen} for an earlier "
+                            "one: agrad does not broadcast einsum subscripts of size 1")
+    return RuntimeError(f"einsum(): subscript {c} has size {n} for operand {k} which does not broadcast with "
+                        f"previously seen size {seen}")
 
 
 # -- torch.linalg -------------------------------------------------------------------

@@ -670,7 +670,8 @@ def _tile_method(self: Tensor, *dims: Any) -> Tensor:
 
 def _check_index(index: Any, name: str) -> None:
     if index.dtype.kind not in "iu":
-        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
+        dtypes = "int32 or int64" if name == "index_select" else "int32/int64"  # PyTorch's two wordings
+        raise RuntimeError(f"{name}(): Expected dtype {dtypes} for index")
 
 
 def _index_select_parse(input: Tensor, dim: int, index: Tensor) -> tuple[tuple, dict]:

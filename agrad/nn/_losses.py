@@ -108,8 +108,9 @@ def _class_targets(input: Tensor, target: Tensor, ignore_index: int) -> tuple[An
     """The class indices with ignored ones replaced by 0, and the mask of the others
     (arrays on ``input``'s device; a target given as a list or array is moved there)."""
     t = target._data if isinstance(target, Tensor) else _backends.transfer(np.asarray(target), input.device)
-    if t.dtype.kind not in "iu":
-        raise RuntimeError(f"expected scalar type Long but found {t.dtype}")
+    if t.dtype.name not in ("int64", "uint8"):
+        raise RuntimeError("expected target dtype to be Long or Byte, but got "
+                           f"{_dtype.SCALAR_TYPE_NAMES[t.dtype.name]}")
     xp = _backends.array_module(t)
     n_classes = input.shape[1] if input.ndim > 1 else input.shape[0]
     with _backends.on(input.device):  # raw array kernels: on the data's device
@@ -118,6 +119,17 @@ def _class_targets(input: Tensor, target: Tensor, ignore_index: int) -> tuple[An
         if bool(xp.any(bad)):
             raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
         return xp.where(valid, t, 0), valid
+
+
+def _check_target_shape(shape: tuple[int, ...], target: tuple[int, ...]) -> None:
+    """PyTorch's checks of class indices ``target`` against ``input``'s ``shape``, in its order."""
+    if len(shape) > 1 and target and target[0] != shape[0]:
+        raise ValueError(f"Expected input batch_size ({shape[0]}) to match target batch_size ({target[0]}).")
+    if len(shape) <= 2 and len(target) > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    expected = (shape[0], *shape[2:])
+    if len(shape) > 2 and target != expected:
+        raise RuntimeError(f"Expected target size {list(expected)}, got {list(target)}")
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
@@ -129,16 +141,11 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     if input.ndim == 0:
         raise ValueError("Expected 1 or more dimensions (got 0)")
     _not_differentiable("nll_loss_forward", weight=weight)
+    _check_target_shape(input.shape, tuple(target.shape if isinstance(target, Tensor) else np.shape(target)))
     safe, valid = _class_targets(input, target, ignore_index)
     if input.ndim == 1:
         picked = input[safe]
     else:
-        expected = (input.shape[0], *input.shape[2:])
-        if safe.ndim and safe.shape[0] != input.shape[0]:
-            raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
-                             f"({safe.shape[0]}).")
-        if tuple(safe.shape) != expected:
-            raise RuntimeError(f"Expected target size {list(expected)}, got {list(safe.shape)}")
         with _backends.on(input.device):
             grid = _grids(_backends.array_module(safe), safe.shape)
         picked = input[(grid[0], safe, *grid[1:])]
@@ -177,7 +184,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     if isinstance(target, Tensor) and target.shape == input.shape and not target.is_floating_point():
         raise RuntimeError("Expected floating point type for target with class probabilities, got "
                            f"{_TYPE_NAMES.get(target.dtype, target.dtype)}")
-    if isinstance(target, Tensor) and target.is_floating_point():
+    if isinstance(target, Tensor) and target.shape == input.shape and target.is_floating_point():
         n = input.shape[class_dim]
         if label_smoothing:
             target = target * (1 - label_smoothing) + label_smoothing / n

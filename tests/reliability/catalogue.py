@@ -818,6 +818,12 @@ case("masked_fill with a mask of the wrong shape",
      lambda L: L.m.ones(3).masked_fill(L.t([True, False]), 0.0))
 case("scatter_add with an index of a float dtype",
      lambda L: L.m.ones(3).scatter_add(0, L.t([0.0]), L.m.ones(1)), key="expected dtype int32/int64 for index")
+case("index_select with an index of a float dtype", lambda L: L.m.ones(3).index_select(0, L.t([0.0])))
+case("einsum subscript repeated with two sizes", lambda L: L.m.einsum("ii->i", L.m.ones(2, 3)))
+case("nll_loss 2-d target of another batch size", lambda L: L.F.nll_loss(L.m.ones(2, 3), L.m.ones(3, 4)))
+case("nll_loss target of int32", lambda L: L.F.nll_loss(L.m.ones(2, 3), L.m.zeros(2, dtype=L.m.int32)))
+case("cross_entropy float target of another spatial size",
+     lambda L: L.F.cross_entropy(L.m.ones(2, 3, 4), L.m.ones(2, 3, 5)))
 case("pad with an odd pad length", lambda L: L.F.pad(L.m.ones(3), (1,)))
 case("sum_to_size to an incompatible size", lambda L: L.m.ones(2, 3).sum_to_size(3, 2))
 
@@ -1028,12 +1034,6 @@ KNOWN_MISMATCHES: dict[str, str] = {
     'leaf hook returning the wrong shape': _MESSAGE,
     'grad_fn hook returning the wrong count': _SILENT,
     'grad_fn prehook returning the wrong count': _SILENT,
-    'einsum operand count mismatch': _MESSAGE,
-    'einsum subscript dims mismatch': _MESSAGE,
-    'cross_entropy float target of the wrong shape': _MESSAGE,
-    'nll_loss target of a float dtype': _MESSAGE,
-    'index with a float tensor': _MESSAGE,
-    'flip with a repeated dim': _MESSAGE,
     'retain_grad on a non-leaf then failing backward': _MESSAGE,
 }
 
