@@ -84,7 +84,7 @@ def check_view_write(view: Tensor) -> None:
     Function's) where PyTorch does: a view of a leaf that requires grad, or an
     output of an op that returns several views (Note [Multi-output views])."""
     base = view._base
-    if base is not None and base._grad_fn is None and base._requires_grad:
+    if base is not None and base._grad_fn is None and base._requires_grad and view._creation != "no_grad":
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     if view._multi_output is not None:
         raise RuntimeError(
