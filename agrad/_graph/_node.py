@@ -387,10 +387,10 @@ class SavedTensor:
         t = self.tensor
         if t is None:
             return self._unpack_hooked(node)
+        if not self.is_leaf and not self.is_output and t._grad_fn is None:
+            raise RuntimeError(_DETACHED)  # checked first, as PyTorch's SavedVariable::unpack does
         if t._version_counter[0] != self.version:
             raise RuntimeError(self._modified_message(t))
-        if not self.is_leaf and not self.is_output and t._grad_fn is None:
-            raise RuntimeError(_DETACHED)
         if self.is_output and node is not None and grad_enabled.get():
             return t._alias(grad_fn=node, output_nr=self.output_nr)
         return t

@@ -1026,7 +1026,6 @@ _INFERENCE = "not fixed yet: inference_mode is no_grad, without inference tensor
 # --catalogue` prints how each case differs.
 KNOWN_MISMATCHES: dict[str, str] = {
     'backward inputs= a tensor that does not require grad': _MESSAGE,
-    'backward through a saved input detached in place': _MESSAGE,
     'hook returning the wrong shape': _MESSAGE,
     'hook returning a different dtype': _SILENT,
     'hook returning a non-tensor': _MESSAGE,
