@@ -15,6 +15,7 @@ purpose are of PyTorch's type already and pass through unchanged.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -78,6 +79,31 @@ _NEGATION = ("Negation, the `-` operator, on a bool tensor is not supported. If 
              "use the `~` or `logical_not()` operator instead.")
 
 
+def _is_int(x: Any) -> bool:
+    try:
+        operator.index(x)
+    except TypeError:
+        return False
+    return True
+
+
+def _not_ints(name: str, attrs: dict[str, Any]) -> TypeError | None:
+    """PyTorch's argument-parser error for sizes or dims that are not ints (numpy's TypeError
+    in the kernel: a size sequence is passed through unchecked, so the common path pays nothing)."""
+    for key in ("shape", "size"):
+        sizes = attrs.get(key)
+        if isinstance(sizes, tuple):
+            for i, s in enumerate(sizes):
+                if not _is_int(s):
+                    return TypeError(f"{name}(): argument '{key}' (position 1) must be tuple of ints, but found "
+                                     f"element of type {type(s).__name__} at pos {i}")
+    dim = attrs.get("dim")
+    if dim is not None and not _is_int(dim) and not (isinstance(dim, (tuple, list)) and all(map(_is_int, dim))):
+        return TypeError(f"{name}() received an invalid combination of arguments - got (dim={type(dim).__name__}, "
+                         "), but expected an int or a tuple of ints as dim")
+    return None
+
+
 def translate(exc: BaseException, name: str, shapes: Sequence[tuple[int, ...]],
               attrs: dict[str, Any]) -> BaseException | None:
     """PyTorch's exception for ``exc``, raised by numpy in op ``name`` on inputs of
@@ -99,7 +125,7 @@ def translate(exc: BaseException, name: str, shapes: Sequence[tuple[int, ...]],
     if isinstance(exc, MemoryError):
         return out_of_memory(exc, name)
     if isinstance(exc, TypeError):
-        return RuntimeError(_NEGATION) if "boolean negative" in msg else None
+        return RuntimeError(_NEGATION) if "boolean negative" in msg else _not_ints(name, attrs)
     if isinstance(exc, ValueError):
         err: BaseException | None = None
         if "broadcast" in msg:

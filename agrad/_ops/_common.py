@@ -3,6 +3,7 @@ dimension handling, and the broadcast-back of reductions."""
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -73,10 +74,19 @@ def _grids(xp: Any, shape: tuple[int, ...]) -> list[Any]:
     return [xp.arange(n).reshape(tuple(n if j == k else 1 for j in range(nd))) for k, n in enumerate(shape)]
 
 
-def _shape_args(shape: tuple[Any, ...]) -> tuple[int, ...]:
+def _shape_args(shape: tuple[Any, ...], op: str, arg: str = "size") -> tuple[int, ...]:
+    """Sizes given as ``*ints`` or one sequence; a sequence's elements are checked by the kernel
+    (see ``_errors.translate``), loose ints here, refusing what is not an int as PyTorch does."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         return tuple(shape[0])
-    return tuple(int(s) for s in shape)
+    out = []
+    for s in shape:
+        try:
+            out.append(operator.index(s))
+        except TypeError:
+            raise TypeError(f"{op}(): argument '{arg}' (position 1) must be tuple of ints, not {type(s).__name__}"
+                            ) from None
+    return tuple(out)
 
 
 def _quiet(fn):  # type: ignore[no-untyped-def]

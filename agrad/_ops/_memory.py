@@ -17,6 +17,15 @@ Where elements overlap, :func:`write_through` writes only the elements the op
 changed, so a masked write is not undone by the untouched aliases of the
 elements it wrote.  Memory that is read-only at its root (a constant, a
 read-only numpy array given to ``from_numpy``) gets no alias.
+
+Note [Read-only numpy memory]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+PyTorch's ``from_numpy`` of a non-writable array warns and then writes into
+it anyway ("undefined behavior"); the memory may be a read-only mapping of a
+file, where the write would crash the process.  agrad refuses the in-place
+op instead with PyTorch's exception type, ``RuntimeError`` (numpy's
+``ValueError`` leaked before), before anything is computed or written: a
+deliberate difference, listed in docs/differences.
 """
 
 from __future__ import annotations
@@ -70,16 +79,21 @@ def writable_target(t: Tensor, op: str) -> Any:
     alias of it if it is a read-only view; raises PyTorch's error if ``op`` may not
     write overlapping memory.  See Note [Writing into expanded tensors]."""
     data = t._data
-    if t._base is None or type(data) is not np.ndarray:
+    if type(data) is not np.ndarray:
         return data
-    if has_internal_overlap(data):
-        if op not in _WRITES_THROUGH:
-            raise RuntimeError(_OVERLAP)
-        message = _WRITES_THROUGH[op]
-        if message is not None:
-            warnings.warn(message, UserWarning, stacklevel=3)
-    alias = writable_alias(data)
-    return data if alias is None else alias
+    if t._base is not None:
+        if has_internal_overlap(data):
+            if op not in _WRITES_THROUGH:
+                raise RuntimeError(_OVERLAP)
+            message = _WRITES_THROUGH[op]
+            if message is not None:
+                warnings.warn(message, UserWarning, stacklevel=3)
+        alias = writable_alias(data)
+        if alias is not None:
+            return alias
+    raise RuntimeError(f"{op}(): the tensor's memory is a read-only numpy array (from_numpy of a non-writable "
+                       "array, or a view of one), which agrad does not write; copy the array or make it writable "
+                       "first")  # Note [Read-only numpy memory]
 
 
 def write_through(target: Any, values: Any) -> None:

@@ -9,7 +9,7 @@ import numpy as np
 from agrad import _backends, _dtype
 from agrad._device import CPU
 from agrad._engine._graph_task import current_graph_task
-from agrad._errors import dim_out_of_range
+from agrad._errors import broadcast_error, dim_out_of_range
 from agrad._ops._common import _grids, _r, _shape_args, _unary_samples, _zeros_on
 from agrad._ops._registry import _inplace, defop, identity
 from agrad._tensor import Tensor
@@ -45,7 +45,7 @@ _SHAPE_SAMPLES = lambda rng: [  # noqa: E731
 
 @defop(view=True, ref=lambda torch: lambda x, *shape: x.reshape(*shape),
        vjp=lambda g, input_shape: g.reshape(input_shape), node="ViewBackward0",
-       methods=("reshape",), parse=lambda input, *shape: ((input,), {"shape": _shape_args(shape)}),
+       methods=("reshape",), parse=lambda input, *shape: ((input,), {"shape": _shape_args(shape, "reshape", "shape")}),
        samples=_SHAPE_SAMPLES)
 def reshape(xp, input, *, shape):
     """The same elements in a new shape (``-1`` infers one dimension); a view when the strides allow."""
@@ -64,7 +64,7 @@ _VIEW_STRIDES = ("view size is not compatible with input tensor's size and strid
 
 @defop(view=True, ref=lambda torch: lambda x, *shape: x.view(*shape),
        vjp=lambda g, input_shape: g.reshape(input_shape), node="ViewBackward0",
-       methods=("view",), parse=lambda input, *shape: ((input,), {"shape": _shape_args(shape)}),
+       methods=("view",), parse=lambda input, *shape: ((input,), {"shape": _shape_args(shape, "view")}),
        samples=_SHAPE_SAMPLES)
 def _view(xp, input, *, shape):
     """``input``'s memory in a new shape: never a copy (PyTorch's ``computeStride``), so
@@ -92,7 +92,7 @@ def transpose(xp, input, *, dim0, dim1):
 
 @defop(view=True, ref=lambda torch: lambda x, *size: x.expand(*size),
        vjp=lambda g, input_shape: g.sum_to_size(input_shape), node="ExpandBackward0",
-       methods=("expand",), parse=lambda input, *size: ((input,), {"size": _shape_args(size)}),
+       methods=("expand",), parse=lambda input, *size: ((input,), {"size": _shape_args(size, "expand")}),
        samples=lambda rng: [((_r(rng, 3, 1), (2, 3, 4)), {}), ((_r(rng), (3,)), {}), ((_r(rng, 2, 1), (-1, 3)), {})])
 def expand(xp, input, *, size):
     """A broadcast view of ``input`` at ``size`` (``-1`` keeps a dimension)."""
@@ -143,7 +143,7 @@ def _sum_to(xp: Any, x: Any, shape: tuple[int, ...]) -> Any:
 
 @defop(ref=lambda torch: lambda x, *size: x.sum_to_size(*size),
        vjp=lambda g, input_shape: g.expand(input_shape), node="SumToSizeBackward0",
-       methods=("sum_to_size",), parse=lambda input, *size: ((input,), {"size": _shape_args(size)}),
+       methods=("sum_to_size",), parse=lambda input, *size: ((input,), {"size": _shape_args(size, "sum_to_size")}),
        samples=lambda rng: [((_r(rng, 2, 3, 4), (3, 1)), {}), ((_r(rng, 3), ()), {})])
 def sum_to_size(xp, input, *, size):
     """Sum ``input`` down to ``size``, undoing a broadcast to ``input``'s shape."""
@@ -787,7 +787,7 @@ scatter_add = _scatter_add
 
 def _check_mask(mask: Any) -> None:
     if mask.dtype != np.bool_:
-        dt = _dtype.from_numpy_dtype(mask.dtype)
+        dt = _dtype.CPP_TYPE_NAMES[mask.dtype.name]
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {dt}")
 
 
@@ -823,15 +823,27 @@ def _masked_fill_tensor(xp, input, mask, value):
     return xp.where(mask, value.astype(input.dtype), input)
 
 
-def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
-    """``input`` with ``value`` (a number or a 0-d tensor) where ``mask`` is true."""
+def _masked_fill_self_first(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     if isinstance(value, Tensor):
         return _masked_fill_tensor(input, mask, value)
     return _masked_fill(input, mask, value=value)
 
 
+def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
+    """``input`` with ``value`` (a number or a 0-d tensor) where ``mask`` is true."""
+    try:
+        return _masked_fill_self_first(input, mask, value)
+    except RuntimeError as exc:
+        # PyTorch's masked_fill broadcasts the mask against input, naming the mask
+        # first (masked_fill_ checks it against self, named first).
+        err = broadcast_error([tuple(mask.shape), input.shape]) if str(exc).startswith("The size of") else None
+        if err is None:
+            raise
+        raise err from None
+
+
 Tensor.masked_fill = masked_fill  # type: ignore[attr-defined]
-Tensor.masked_fill_ = _inplace(masked_fill, "masked_fill_")  # type: ignore[attr-defined]
+Tensor.masked_fill_ = _inplace(_masked_fill_self_first, "masked_fill_")  # type: ignore[attr-defined]
 
 # -- padding ----------------------------------------------------------------------
 

@@ -138,6 +138,28 @@ CASES: list[tuple[str, Callable[[Any], Any], str | None]] = [
     ("int_requires_grad_", lambda L: L.tensor([1, 2]).requires_grad_(), None),
     ("int_tensor_requires_grad", lambda L: L.tensor([1, 2], requires_grad=True), None),
     ("int_zeros_requires_grad", lambda L: L.zeros(2, dtype=L.int64, requires_grad=True), None),
+    # issue 14 items 21/22: masks, index dtypes, argument types
+    ("masked_fill_mask_first", lambda L: L.ones(3).masked_fill(L.tensor([True, False]), 0.0), None),
+    ("masked_fill_2d_mask_first", lambda L: L.ones(2, 3).masked_fill(L.tensor([[True], [False], [True]]), 0.0), None),
+    ("masked_fill_tensor_value_mask_first", lambda L: L.ones(3).masked_fill(L.tensor([True, False]), L.tensor(0.0)),
+     None),
+    ("masked_fill_int_mask", lambda L: L.ones(2).masked_fill(L.tensor([1, 0]), 0.0), None),
+    ("index_select_float_index", lambda L: L.index_select(L.ones(2, 3), 0, L.tensor([0.0])), None),
+    ("index_float_tensor", lambda L: L.ones(3, 3)[0, L.tensor([0.5])], None),
+    ("reshape_str", lambda L: L.ones(3).reshape("a"), None),
+    ("reshape_float", lambda L: L.ones(3).reshape(3.0), None),
+    ("reshape_float_in_list", lambda L: L.ones(3).reshape([3.0]), None),
+    ("expand_str", lambda L: L.ones(3).expand("a"), None),
+    ("sum_dim_str", lambda L: L.ones(3).sum(dim="a"), "sum() received an invalid combination of arguments - got"),
+    ("mean_dim_float", lambda L: L.ones(3).mean(dim=1.5), "mean() received an invalid combination of arguments - got"),
+    ("float_of_two_elements", lambda L: float(L.ones(2)), None),
+    ("full_like_str", lambda L: L.full_like(L.ones(2), "x"), None),
+    ("ones_like_list", lambda L: L.ones_like([1.0]), None),
+    ("tensor_of_none", lambda L: L.tensor([1.0, None]), None),
+    ("log_softmax_int_dim0", lambda L: L.ones(2, 3, dtype=L.int64).log_softmax(0), None),
+    ("softmax_int_functional", lambda L: _F(L).softmax(L.ones(2, 3, dtype=L.int64), dim=-1), None),
+    ("einsum_more_operands", lambda L: L.einsum("i->i", L.ones(2), L.ones(2)), None),
+    ("nll_loss_multi_target", lambda L: _F(L).nll_loss(L.ones(3), L.ones(3, 4)), None),
 ]
 
 
@@ -188,7 +210,21 @@ INPLACE: list[tuple[str, Callable[[Any], Any], Callable[[Any, Any], Any], str | 
     ("expanded_scatter_add_", _expanded, lambda L, t: t.scatter_add_(1, L.tensor([[0]]), L.ones(1, 1)), None),
     ("expanded_setitem_column", _expanded, lambda L, t: t.__setitem__((slice(None), 0), 1.0), None),
     ("expanded_setitem_all", _expanded, lambda L, t: t.__setitem__(Ellipsis, 1.0), None),
+    ("masked_fill_shape", lambda L: L.ones(3), lambda L, t: t.masked_fill_(L.tensor([True, False]), 0.0), None),
+    ("bitwise_not_float", lambda L: L.ones(2), lambda L, t: t.bitwise_not_(), None),
+    ("mul_int_by_float", lambda L: L.ones(2, dtype=L.int64), lambda L, t: t.mul_(1.5), None),
 ]
+
+
+def test_inplace_on_read_only_numpy_memory_raises_and_leaves_it() -> None:
+    # Note [Read-only numpy memory]: PyTorch writes (undefined behaviour); agrad refuses with its type.
+    array = np.ones(3, dtype=np.float32)
+    array.flags.writeable = False
+    t = agrad.from_numpy(array)
+    for act in (lambda: t.add_(1), lambda: t[1:].mul_(2)):
+        with pytest.raises(RuntimeError, match="read-only numpy array"):
+            act()
+        assert t._version == 0 and array.tolist() == [1.0, 1.0, 1.0]
 
 
 @pytest.mark.parametrize("make, act, key", [pytest.param(m, a, k, id=name) for name, m, a, k in INPLACE])
