@@ -136,9 +136,19 @@ def _expand_error(shape: tuple[int, ...], size: tuple[int, ...]) -> RuntimeError
 
 def _sum_to(xp: Any, x: Any, shape: tuple[int, ...]) -> Any:
     lead = x.ndim - len(shape)
+    if lead < 0:
+        raise _not_expandable(shape, x.shape)
     axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and x.shape[i + lead] != 1)
     out = xp.sum(x, axis=axes, keepdims=True) if axes else x
-    return out.reshape(shape) if lead or out.shape != shape else out
+    if lead or out.shape != shape:
+        if out.shape[lead:] != shape:  # a size neither 1 nor x's: checked only off the common path
+            raise _not_expandable(shape, x.shape)
+        return out.reshape(shape)
+    return out
+
+
+def _not_expandable(size: tuple[int, ...], shape: tuple[int, ...]) -> RuntimeError:
+    return RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(shape)}}}.")
 
 
 @defop(ref=lambda torch: lambda x, *size: x.sum_to_size(*size),
@@ -147,9 +157,6 @@ def _sum_to(xp: Any, x: Any, shape: tuple[int, ...]) -> Any:
        samples=lambda rng: [((_r(rng, 2, 3, 4), (3, 1)), {}), ((_r(rng, 3), ()), {})])
 def sum_to_size(xp, input, *, size):
     """Sum ``input`` down to ``size``, undoing a broadcast to ``input``'s shape."""
-    shape = input.shape
-    if len(size) > len(shape) or any(s != 1 and s != t for s, t in zip(reversed(size), reversed(shape))):
-        raise RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(shape)}}}.")
     return _sum_to(xp, input, size)
 
 
