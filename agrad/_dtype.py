@@ -162,7 +162,8 @@ def to_dtype(d: Any, op: str | None = None) -> dtype:
     if d is _builtin_bool:
         return bool
     if isinstance(d, str):
-        raise TypeError(f"{op or 'dtype'}(): argument 'dtype' must be agrad.dtype, not {type(d).__name__}")
+        where = f"{op}(): argument" if op else "argument"
+        raise TypeError(f"{where} 'dtype' must be agrad.dtype, not {type(d).__name__}")
     return from_numpy_dtype(d)
 
 
