@@ -33,6 +33,7 @@ import numpy as np
 
 from agrad._backends import device_of, on, writeable
 from agrad._device import CPU
+from agrad._dtype import SCALAR_TYPE_NAMES
 from agrad._engine._interrupts import deferred_interrupts
 from agrad._engine._options import EngineOptions
 from agrad._engine._ready_queue import ReadyQueue
@@ -502,7 +503,13 @@ class GraphTask:
                         continue
                     outputs = run_as_parent(node, inputs, self) if anomaly else node.apply(inputs, self)
                     if node.is_async:
-                        outputs = yield outputs
+                        coroutine = outputs
+                        try:
+                            outputs = yield coroutine
+                        finally:
+                            # A no-op once the driver awaited it; if an interrupt came
+                            # first, no "coroutine was never awaited" later.
+                            coroutine.close()
                     self._complete(node, inputs, outputs, keep_graph, check_nan)
                 except Exception as exc:
                     _annotate(exc, node)
@@ -727,9 +734,7 @@ class GraphTask:
                 for hook in list(hooks.values()):
                     new = hook(inputs[nr])
                     if new is not None:
-                        if inputs[nr] is None:
-                            raise RuntimeError("can't replace a None gradient with a non-None value")
-                        inputs[nr] = _check_hook_result(new, inputs[nr], node)
+                        inputs[nr] = _check_hook_result(new, inputs[nr], hook)
         if node._retains_grad is not None:
             for nr, ref in node._retains_grad.items():
                 t = ref()
@@ -746,7 +751,7 @@ class GraphTask:
             for hook in list(node._pre_hooks.values()):
                 new = hook(tuple(inputs))
                 if new is not None:
-                    inputs = list(new)
+                    inputs = _check_hook_results(new, inputs, hook)
         return inputs
 
     @staticmethod
@@ -754,7 +759,7 @@ class GraphTask:
         for hook in list(node._post_hooks.values()):  # type: ignore[union-attr]
             new = hook(tuple(outputs), tuple(inputs))
             if new is not None:
-                outputs = list(new)
+                outputs = _check_hook_results(new, outputs, hook)
         return outputs
 
     # -- staging and completion ----------------------------------------------
@@ -1035,15 +1040,40 @@ def _check_nan(node: Node, outputs: Sequence[Any]) -> None:
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
 
 
-def _check_hook_result(new: Any, old: Tensor, node: Node) -> Tensor:
+def _check_hook_result(new: Any, old: Tensor | None, hook: Any) -> Tensor:
+    """What a hook returned in place of the gradient ``old``, checked as PyTorch's
+    ``check_single_result`` does (``new`` is not None)."""
+    if old is None:
+        raise RuntimeError("can't replace a None gradient with a non-None value")
     if not isinstance(new, Tensor):
-        raise TypeError(f"hook on {node.name()} returned {type(new).__name__}; expected a Tensor or None")
+        raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}'")
+    if new._data.dtype != old._data.dtype or new.device != old.device:
+        raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the type of value (was {_type_name(old)} "
+                           f"got {_type_name(new)})")
     if new.shape != old.shape:
-        raise RuntimeError(
-            f"hook on {node.name()} returned a gradient of shape {list(new.shape)}; "
-            f"expected {list(old.shape)}"
-        )
+        raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the size of value")
     return new
+
+
+def _check_hook_results(new: Any, old: Sequence[Any], hook: Any) -> list[Any]:
+    """What a node's pre- or post-hook returned in place of the gradients
+    ``old``, checked as PyTorch's ``check_result`` does; None entries stand."""
+    if not isinstance(new, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(new).__name__}'")
+    if len(new) != len(old):
+        raise RuntimeError(f"hook '{_hook_name(hook)}' has returned an incorrect number of values "
+                           f"(got {len(new)}, but expected {len(old)})")
+    return [n if n is None else _check_hook_result(n, o, hook) for n, o in zip(new, old)]
+
+
+def _hook_name(hook: Any) -> str:
+    return getattr(hook, "__name__", "<unknown>")
+
+
+def _type_name(t: Tensor) -> str:
+    """PyTorch's legacy type name of ``t`` (``torch.FloatTensor``), for agrad."""
+    prefix = "agrad." if t.device is CPU else f"agrad.{t.device.type}."
+    return f"{prefix}{SCALAR_TYPE_NAMES[t.dtype.name]}Tensor"
 
 
 def _annotate(exc: BaseException, node: Node) -> None:

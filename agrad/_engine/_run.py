@@ -109,8 +109,9 @@ def _new_task(outputs: tuple[Tensor | GradientEdge, ...], grad_outputs: Any, ret
                 continue
             if not isinstance(t, Tensor):
                 raise TypeError(f"inputs must be Tensors or GradientEdges, got {type(t).__name__}")
-            if not t.requires_grad:
-                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            if not t.requires_grad:  # backward() retains the grad of its inputs, as PyTorch's does
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False" if accumulate_grad
+                                   else "One of the differentiated Tensors does not require grad")
             if accumulate_grad and t._grad_fn is not None:
                 t.retain_grad()  # backward(inputs=[non_leaf]) fills its .grad, as in PyTorch
             output_edges.append(t._gradient_edge())

@@ -1025,14 +1025,6 @@ _INFERENCE = "not fixed yet: inference_mode is no_grad, without inference tensor
 # listed case matches (remove it) and when an unlisted one does not.  `python -m tests.reliability.run
 # --catalogue` prints how each case differs.
 KNOWN_MISMATCHES: dict[str, str] = {
-    'backward inputs= a tensor that does not require grad': _MESSAGE,
-    'hook returning the wrong shape': _MESSAGE,
-    'hook returning a different dtype': _SILENT,
-    'hook returning a non-tensor': _MESSAGE,
-    'leaf hook returning the wrong shape': _MESSAGE,
-    'grad_fn hook returning the wrong count': _SILENT,
-    'grad_fn prehook returning the wrong count': _SILENT,
-    'retain_grad on a non-leaf then failing backward': _MESSAGE,
 }
 
 
