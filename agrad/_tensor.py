@@ -432,13 +432,6 @@ class Tensor:
     def data(self) -> None:
         raise RuntimeError("Deleting tensor data is not allowed. Delete tensor instead!")
 
-    def __delattr__(self, name: str) -> None:
-        # Deleting the internal slot would leave a tensor without a history
-        # attribute; PyTorch refuses it.
-        if name == "_grad_fn":
-            raise RuntimeError("Deletion of _grad_fn not allowed. Detach tensor instead!")
-        super().__delattr__(name)
-
     def detach(self) -> "Tensor":
         """A new tensor sharing data and version counter, outside the graph."""
         return self._alias()
