@@ -372,6 +372,7 @@ class GraphTask:
         try:
             with self._ambient():
                 yield from self._execute(options)
+                self._root = None  # the graph is the caller's to keep, not a finished task's
                 self.commit()
                 self._after_commit()
         except BaseException:
@@ -386,10 +387,14 @@ class GraphTask:
             # cancelled backward returns, nothing of it runs anywhere and its
             # graph is garbage once the caller lets go (anyio's ``to_thread``
             # makes the same choice by default).  The wait is bounded by the
-            # longest single kernel in flight.
+            # longest single kernel in flight.  Results that reached the inbox
+            # unread (a kernel that ended just before the task stopped, or while
+            # it waited) are dropped with it: a kernel thread may still hold the
+            # task for a moment after the loop heard from it, and must not hold
+            # its graph through them.
             while self._outstanding:
                 yield DRAIN
-                self._inbox.clear()
+            self._inbox.clear()
             raise
 
     @contextmanager
@@ -908,6 +913,7 @@ class GraphTask:
         """Drop all pending work and staged gradients, and undo the commits of
         the reentrant backwards nested in this one: the backward changes nothing."""
         self._stopped = True
+        self._root = None
         self.ready.clear()
         self.not_ready.clear()
         self.dependencies.clear()

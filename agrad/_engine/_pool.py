@@ -128,6 +128,11 @@ class KernelPool:
                 job, task = queue.popleft()
                 self._busy += 1
             job()  # never raises: it hands exceptions to its task
+            # Let go of the job (its nodes and gradients) before the loop hears
+            # that it ended: once a stopped task's backward returns, its graph must
+            # be garbage (Note [Kernels of a stopped task]), not held by this
+            # thread's frame until its next turn.
+            del job
             with lock:
                 self._busy -= 1
             post(lambda task=task: self._done(task))
