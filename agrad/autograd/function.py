@@ -93,13 +93,15 @@ class BackwardCFunction(Node, FunctionCtx):
             keep_none = frozenset() if self._materialize_non_diff_grads else self._non_diff_outputs
             grads = [Tensor._make(zeros(shape, dtype, dev)) if g is None and dtype is not None and i not in keep_none
                      else g for i, (g, (shape, dtype, dev)) in enumerate(zip(grads, self._input_meta))]
-        result = self._forward_cls.backward(self, *grads)
         if self.is_async:
-            return self._await_result(result)
-        return self._normalize(result)
+            return self._backward_async(grads)
+        return self._normalize(self._forward_cls.backward(self, *grads))
 
-    async def _await_result(self, coro: Any) -> list[Any]:
-        return self._normalize(await coro)
+    async def _backward_async(self, grads: list[Any]) -> list[Any]:
+        # The backward's coroutine is made here, when the driver awaits this one:
+        # a backward stopped before that (GraphTask.run closes this coroutine)
+        # leaves no coroutine behind that was never awaited.
+        return self._normalize(await self._forward_cls.backward(self, *grads))
 
     def _normalize(self, result: Any) -> list[Any]:
         grads = list(result) if isinstance(result, (tuple, list)) else [result]

@@ -387,3 +387,38 @@ async def test_a_hook_that_raises_after_a_nested_commit_undoes_it_with_its_paren
     assert COMMITTED_NOTE not in getattr(info.value, "__notes__", [])
     assert leaf.grad is None and x.grad is None
     assert not _PROVISIONAL
+
+
+def test_a_backward_stopped_before_awaiting_an_async_node_leaves_no_coroutine() -> None:
+    """An interrupt that reaches the engine between an ``async def backward``
+    node's apply and the driver's await (the SIGINT soak hit it) must not leave
+    a coroutine that was never awaited (a RuntimeWarning, an error under
+    pytest's filterwarnings)."""
+    import gc
+    import warnings
+
+    from agrad._engine._run import backward_task
+
+    class Async(agrad.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: agrad.Tensor) -> agrad.Tensor:
+            return x.clone()
+
+        @staticmethod
+        async def backward(ctx: Any, g: agrad.Tensor) -> agrad.Tensor:
+            return g
+
+    x = agrad.tensor([1.0], requires_grad=True)
+    task = backward_task(Async.apply(x).sum(), None, None, False, None)
+    steps = task.run(None)
+    request = next(steps)
+    while not hasattr(request, "__await__"):  # run up to the async node's request
+        request = steps.send(None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(KeyboardInterrupt):
+            steps.throw(KeyboardInterrupt())
+        del request, steps
+        gc.collect()
+    assert [str(w.message) for w in caught] == []
+    assert x.grad is None
