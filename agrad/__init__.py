@@ -10,6 +10,7 @@ PyTorch's autograd API with ``await`` added::
 """
 
 from agrad import (
+    _blas,
     _ops,  # noqa: F401  - registers every op and its Tensor methods
     autograd,
     linalg,
@@ -17,6 +18,7 @@ from agrad import (
     random,
     utils,
 )
+from agrad._blas import get_num_threads, set_num_threads
 from agrad._creation import (
     Generator,
     arange,
@@ -73,6 +75,8 @@ from agrad._ops._shape import *  # noqa: F403
 from agrad._tensor import Tensor
 from agrad.random import get_rng_state, set_rng_state
 
+_blas.apply_default()  # once, process-wide: Note [BLAS threads]
+
 float = float32  # noqa: A001 - torch.float
 double = float64
 half = float16
@@ -107,7 +111,7 @@ __all__ = [
     "get_default_dtype", "set_default_dtype",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode", "is_inference_mode_enabled",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "softmax", "is_tensor",
-    "get_num_interop_threads", "set_num_interop_threads",
+    "get_num_threads", "set_num_threads", "get_num_interop_threads", "set_num_interop_threads",
     "autograd", "cuda", "linalg", "nn", "random", "utils",
 ] + [
     *_elementwise.__all__, *_linalg.__all__, *_reductions.__all__, *_shape.__all__,
