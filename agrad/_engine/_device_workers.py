@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from agrad._device import device
     from agrad._engine._graph_task import DeviceJob, GraphTask
 
-__all__ = ["DeviceWorker", "worker_for", "run_inline", "synchronize"]
+__all__ = ["DeviceWorker", "worker_for", "run_inline", "spawner", "synchronize"]
 
 _clock = time.perf_counter
 
@@ -131,11 +131,12 @@ def worker_for(dev: "device") -> DeviceWorker:
         _WORKERS.set(workers)
     worker = workers.get(dev)
     if worker is None:
-        worker = workers[dev] = DeviceWorker(dev, _spawner(), loop_post())
+        worker = workers[dev] = DeviceWorker(dev, spawner(), loop_post())
     return worker
 
 
-def _spawner() -> Callable[[Callable[[], Awaitable[None]], str], None]:
+def spawner() -> Callable[[Callable[[], Awaitable[None]], str], None]:
+    """A function that starts a worker task on this event loop."""
     # Workers start in an empty context: whatever context they are started
     # from names the graph task that asked (current_graph_task), and a worker
     # serves every task.  Jobs carry their own task's context.

@@ -1,16 +1,14 @@
-"""Drivers: run a GraphTask's generator on an event loop, or blocking.
+"""Drivers: run a GraphTask awaited, or blocking.
 
 The GraphTask's generator (:meth:`GraphTask.run`) holds the whole backward,
-its commit and its abort.  A driver only answers its requests: the async
-driver awaits slices, kernel waits and ``async def backward`` coroutines
-(through ``_traps``, the only await points) and hands kernels to the loop's
-:class:`KernelPool`; the blocking driver runs every kernel inline and runs
-coroutines to completion itself.  Whatever goes wrong while a driver waits is
-thrown into the generator, which aborts the task.
-
-The awaiting coroutine is its graph task's CPU worker, as PyTorch's calling
-thread works its own local ready queue: concurrent backwards on one loop are
-concurrent coroutines, interleaved at their time slices and kernel waits.
+its commit and its abort.  A driver only answers its requests.  Awaited, the
+task joins this loop's CPU worker (``_cpu_worker.py``), which runs its nodes
+between those of every other backward on the loop, and the awaiting coroutine
+does what only it can: await an ``async def backward`` and commit (Note [The
+caller commits]); if it is cancelled meanwhile, it aborts the task.  Blocking,
+the calling thread runs every node and kernel inline and runs coroutines to
+completion itself.  Whatever goes wrong while a driver waits is thrown into
+the generator, which aborts the task.
 """
 
 from __future__ import annotations
@@ -23,10 +21,10 @@ from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
 from agrad._engine import _device_workers, _traps
-from agrad._engine._graph_task import SLICE_SPENT, DeviceIdle, DeviceJob, GraphTask, Offload, WaitKernels, _nothing
+from agrad._engine._cpu_worker import cpu_worker
+from agrad._engine._graph_task import FINISH, DeviceIdle, DeviceJob, GraphTask
 from agrad._engine._interrupts import cancel_on_interrupt, deferred_interrupts
 from agrad._engine._options import current_options
-from agrad._engine._pool import KernelPool, current_pool
 
 
 def _advance(steps: Generator[Any, Any, None], value: Any = None, exc: BaseException | None = None) -> Any:
@@ -64,8 +62,8 @@ def _spills(task: GraphTask) -> bool:
 
 
 async def execute(task: GraphTask) -> None:
-    """Run ``task`` in the awaiting coroutine, yielding to the loop per time slice
-    and while its kernels run in threads (in a fresh task if it nests too deep).
+    """Run ``task`` on this loop's CPU worker and wait for it; await its ``async
+    def backward`` nodes and commit here (in a fresh task if it nests too deep).
 
     A checkpoint (cancellation and schedule point) before the backward starts,
     and no await after its commit (Note [After the commit]).
@@ -82,38 +80,14 @@ async def execute(task: GraphTask) -> None:
 
 
 async def _execute(task: GraphTask) -> None:
-    steps = task.run(current_options())
-    waiter = _traps.KernelWaiter()
-    task._wake = waiter.wake
-    pool: KernelPool | None = None  # this loop's, looked up at the first offload
+    turns = cpu_worker().submit(task, current_options())
     try:
-        request = _advance(steps)
-        while request is not None:
-            try:
-                if request is SLICE_SPENT:
-                    result = await _traps.yield_slice()
-                elif type(request) is Offload:
-                    if pool is None:
-                        pool = current_pool()
-                    result = pool.offload(task, request.job)
-                elif type(request) is WaitKernels:
-                    if request.shielded and pool is not None:
-                        pool.forget(task)  # aborting: its place in line goes to others now
-                    result = await waiter.wait(request.shielded)
-                elif type(request) is DeviceJob:
-                    result = _device_workers.worker_for(request.device).submit(task, request)
-                elif type(request) is DeviceIdle:
-                    result = _device_workers.worker_for(request.device).wake_when_idle(task)
-                else:
-                    result = await _traps.await_backward(request)
-            except BaseException as exc:  # cancellation included: the task aborts
-                request = _advance(steps, exc=exc)
-            else:
-                request = _advance(steps, result)
-    finally:
-        task._wake = _nothing
-        if pool is not None:
-            pool.forget(task)
+        while (request := await turns.turn()) is not FINISH:
+            turns.resume(await _traps.await_backward(request, turns.context))
+    except BaseException as exc:  # cancellation included: the task aborts
+        await turns.stop(exc)
+        raise
+    turns.finish()
 
 
 def execute_sync(task: GraphTask) -> None:
@@ -135,7 +109,9 @@ def _execute_sync(task: GraphTask) -> None:
         request = _advance(steps)
         while request is not None:
             try:
-                if type(request) is DeviceJob:
+                if request is FINISH:
+                    result = None
+                elif type(request) is DeviceJob:
                     result = _device_workers.run_inline(request)
                 elif type(request) is DeviceIdle:
                     result = _device_workers.synchronize(request.device)

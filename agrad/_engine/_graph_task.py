@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +36,9 @@ from agrad._device import CPU
 from agrad._dtype import SCALAR_TYPE_NAMES
 from agrad._engine._interrupts import deferred_interrupts
 from agrad._engine._options import EngineOptions
+
+if TYPE_CHECKING:
+    from agrad._engine._cpu_worker import Budget
 from agrad._engine._ready_queue import ReadyQueue
 from agrad._grad_mode import grad_enabled
 from agrad._graph._anomaly import anomaly_check_nan, anomaly_enabled, run_as_parent, warn_error_detected
@@ -101,13 +104,27 @@ COMMITTED_NOTE = "(raised after the backward committed its gradients: every .gra
 
 # Note [Time slices]
 # ~~~~~~~~~~~~~~~~~~
-# The async driver runs ready nodes back to back and yields to the event loop
-# only when a time slice is spent, never per node: a checkpoint costs a few
-# microseconds, as much as a small node, so yielding per node would double the
-# cost of a chain of small ops.  A slice of a few milliseconds keeps the loop
-# responsive (other requests wait at most one slice) at negligible overhead.
-# The slice is an engine option (``EngineOptions.time_slice``); waiting for a
-# kernel in a thread gives the loop a turn too, and starts a fresh slice.
+# The CPU worker (``_cpu_worker.py``) runs ready nodes back to back and yields
+# to the event loop only when a time slice is spent, never per node: a
+# checkpoint costs a few microseconds, as much as a small node, so yielding per
+# node would double the cost of a chain of small ops.  The slice belongs to the
+# worker, not to a graph task: every awaited backward on the loop spends the
+# same ``Budget``, so other coroutines wait about one slice per loop pass
+# however many backwards are in flight (Note [One worker per loop]).  A task
+# reads ``budget.deadline`` after each node and yields ``SLICE_SPENT`` once it
+# has passed; the worker then puts it at the back of its line.  The slice is an
+# engine option (``EngineOptions.time_slice``, a few milliseconds).
+
+# Note [The caller commits]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# Nodes run on the CPU worker, but the commit runs in the awaiting caller's own
+# turn: once every node has run the task yields ``FINISH``, the worker hands
+# the task to its caller, and the caller resumes it, which commits and runs the
+# post-accumulate-grad hooks and final callbacks with no await after them
+# (Note [After the commit]).  Had the worker committed, a cancellation of the
+# caller arriving before it woke would be reported for a backward whose
+# gradients were already in ``.grad``; now a caller cancelled while it waits
+# for its turn aborts the task, uncommitted.
 
 _clock = time.perf_counter
 _ndarray = np.ndarray
@@ -171,7 +188,12 @@ class DeviceIdle:
         self.device = device
 
 
+class Finish:
+    """The graph has run: commit in the caller's own turn (Note [The caller commits])."""
+
+
 SLICE_SPENT = SliceSpent()
+FINISH = Finish()
 WAIT = WaitKernels(shielded=False)
 DRAIN = WaitKernels(shielded=True)
 
@@ -225,7 +247,7 @@ class GraphTask:
         self._outstanding = 0  # kernels started whose end the loop has not yet heard of
         self._slot_granted = False  # See Note [Kernel slots]
         self._in_line = False
-        self._wake: Callable[[], None] = _nothing  # set by the async driver
+        self._wake: Callable[[], None] = _nothing  # set by the CPU worker
         # Devices other than the CPU this task sent work to; None until a gradient
         # for another device is routed, so CPU graphs never look (Note [Device workers]).
         self._devices: set[Any] | None = None
@@ -356,22 +378,26 @@ class GraphTask:
         return False
 
     # -- execution -------------------------------------------------------------
-    def run(self, options: EngineOptions | None) -> Generator[Any, Any, None]:
+    def run(self, options: EngineOptions | None, budget: Budget | None = None) -> Generator[Any, Any, None]:
         """Execute the graph, then commit (see Note [Staged gradients]).
 
-        ``options`` says how to schedule: the time slice and the offload
-        policy; None (the blocking twin) runs every kernel inline and never
-        yields a slice.  Requests yielded to the driver: :data:`SLICE_SPENT`;
-        an :class:`Offload` (answer True if the job started in a thread);
+        ``options`` says how to schedule: the offload policy; None (the
+        blocking twin) runs every kernel inline.  ``budget`` is the CPU
+        worker's: the task yields :data:`SLICE_SPENT` once the clock passes
+        ``budget.deadline`` (Note [Time slices]); None never yields a slice.
+        Requests yielded to the driver: :data:`SLICE_SPENT`; an
+        :class:`Offload` (answer True if the job started in a thread);
         :data:`WAIT` (wake when ``_wake`` is called); :data:`DRAIN` (the same,
         shielded from cancellation); the coroutine of an ``async def
-        backward`` (answer its result).  A driver that is cancelled or fails
+        backward`` (answer its result); :data:`FINISH` once every node has
+        run (answer None to commit).  A driver that is cancelled or fails
         while waiting throws the exception in; the task then aborts, leaving
         every ``.grad`` as it was.
         """
         try:
             with self._ambient():
-                yield from self._execute(options)
+                yield from self._execute(options, budget)
+                yield FINISH  # Note [The caller commits]
                 self._root = None  # the graph is the caller's to keep, not a finished task's
                 self.commit()
                 self._after_commit()
@@ -450,19 +476,16 @@ class GraphTask:
     # smaller products and elementwise ops under ~1M elements on the loop,
     # whose own slices stay short.  A node class can pin either way
     # (``Node.offload``), and ``engine_options`` changes the threshold.
-    def _execute(self, options: EngineOptions | None) -> Generator[Any, Any, None]:
+    def _execute(self, options: EngineOptions | None, budget: Budget | None) -> Generator[Any, Any, None]:
         ready = self.ready
         inbox = self._inbox
         keep_graph = self.keep_graph
         anomaly = anomaly_enabled.get()
         check_nan = anomaly and anomaly_check_nan.get()
         # Offload nodes whose _work reaches ``threshold`` (None: never); see Note [Offload threshold].
-        time_slice = threshold = None
-        if options is not None:
-            time_slice = options.time_slice
-            if options.offload != "never":
-                threshold = 0 if options.offload == "always" else options.offload_threshold
-        deadline = _clock() + time_slice if time_slice is not None else None
+        threshold = None
+        if options is not None and options.offload != "never":
+            threshold = 0 if options.offload == "always" else options.offload_threshold
         parked: Offload | None = None  # a kernel waiting for a slot
         while True:
             if inbox:
@@ -521,8 +544,6 @@ class GraphTask:
                     raise
             elif self._outstanding:
                 yield WAIT
-                if deadline is not None:
-                    deadline = _clock() + time_slice  # type: ignore[operator]
                 continue
             elif self._devices:  # done, once the devices' kernels are (Note [Engine streams])
                 for dev in self._devices:
@@ -531,9 +552,8 @@ class GraphTask:
                 continue
             else:
                 return
-            if deadline is not None and _clock() >= deadline:
+            if budget is not None and _clock() >= budget.deadline:
                 yield SLICE_SPENT
-                deadline = _clock() + time_slice  # type: ignore[operator]
 
     def _complete(self, node: Node, inputs: list[Any], outputs: Sequence[Any], keep_graph: bool,
                   check_nan: bool, fused: Node | None = None) -> None:

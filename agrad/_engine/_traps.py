@@ -7,7 +7,8 @@ else.  Everything else in the engine is synchronous bookkeeping.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import contextvars
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any
 
 import anyio
@@ -70,9 +71,38 @@ async def in_fresh_task(fn: Callable[[Any], Awaitable[None]], arg: Any) -> None:
             failure.clear()  # no cycle through the traceback
 
 
-async def await_backward(coro: Awaitable[Any]) -> Any:
-    """Await an ``async def backward`` of a custom Function (Note [Async backward])."""
-    return await coro
+async def await_backward(coro: Coroutine[Any, Any, Any], context: contextvars.Context) -> Any:
+    """Await an ``async def backward`` of a custom Function in the graph task's
+    ``context`` (its grad mode, current graph task and hooks): Note [Async backward]."""
+    return await _InContext(coro, context)
+
+
+class _InContext:
+    """Awaiting it awaits ``coro`` with each of its steps run in ``context``; the
+    awaiting task stays the one that is cancelled, as for a plain ``await``."""
+
+    __slots__ = ("_coro", "_context")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], context: contextvars.Context) -> None:
+        self._coro = coro
+        self._context = context
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro, run = self._coro, self._context.run
+        value: Any = None
+        exc: BaseException | None = None
+        while True:
+            try:
+                yielded = run(coro.send, value) if exc is None else run(coro.throw, exc)
+            except StopIteration as stop:
+                return stop.value
+            try:
+                value, exc = (yield yielded), None
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as error:  # thrown in by the event loop: cancellation
+                value, exc = None, error
 
 
 class KernelWaiter:

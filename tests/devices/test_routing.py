@@ -69,7 +69,8 @@ async def test_each_node_runs_on_its_devices_worker(fake: FakeBackend, api: Api)
         assert where == {"cpu-out": (me, False), "fake:1": (me, True), "fake:0": (me, True), "cpu-in": (me, False)}
         assert fake.calls["synchronize"] == 2 and fake.calls["when_idle"] == 0
     else:
-        assert where["cpu-out"] == where["cpu-in"] == (me, False)
+        # CPU nodes on the loop's CPU worker (Note [One worker per loop])
+        assert where["cpu-out"] == where["cpu-in"] == ("agrad cpu worker", False)
         assert where["fake:0"] == ("agrad fake:0 worker", True)
         assert where["fake:1"] == ("agrad fake:1 worker", True)
         # One wait per device at the end, plus one before each job whose gradient leaves its

@@ -1,0 +1,267 @@
+"""The CPU worker: one task per event loop that runs the nodes of every awaited backward.
+
+Note [One worker per loop]
+~~~~~~~~~~~~~~~~~~~~~~~~~~
+PyTorch's engine has one worker thread per device, shared by every graph
+task, plus the calling thread, which works its own graph task.  An earlier
+agrad let each awaiting coroutine drive its own graph task in the same way.
+In a server that makes the loop's lag grow with the number of backwards in
+flight: each takes its own time slice per loop pass, so other requests (a
+health check, the next request's parsing) wait N slices.  So here the CPU is a
+device like the others: one worker task per event loop (asyncio, uvloop or
+trio) runs the nodes of every graph task awaited on that loop, and the
+awaiting coroutine only waits for its task's turn to come back to it.
+
+The worker keeps a line of runnable graph tasks, a heap ordered by reentrant
+depth (deeper first: the task that started a nested backward waits for it,
+Note [Reentrant backward]) and then by when the task joined the line.  Each
+graph task keeps its own ready queue of nodes (ordered by sequence number),
+so the whole is PyTorch's ready queue in two levels: fair between graph tasks,
+PyTorch's order within one.  The worker runs the first task in line until it
+parks (its kernels run in threads: Note [Offloaded kernels]), needs its caller
+(an ``async def backward``, or the commit: Note [The caller commits]), ends,
+or spends the time slice; a task that spent the slice goes to the back of the
+line, so a huge backward cannot starve a small one.  The slice is one
+``Budget`` for the whole worker (Note [Time slices]): once it is spent the
+worker gives the loop a turn, however many tasks are in line.
+
+The worker is started when a task joins an empty line and ends when the line
+is empty (tasks waiting for kernels are not in line; a finished kernel puts its
+task back), so a loop holds no agrad task between backwards.  It runs in an
+empty context; each graph task runs in a copy of its caller's context (its
+grad mode, anomaly mode, saved-tensor hooks and engine options), as a kernel
+in a thread does.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import heapq
+import itertools
+import time
+from collections.abc import Awaitable, Callable, Generator
+from typing import Any
+
+import anyio.lowlevel
+
+from agrad._engine import _device_workers, _traps
+from agrad._engine._graph_task import SLICE_SPENT, DeviceIdle, DeviceJob, GraphTask, Offload, WaitKernels, _nothing
+from agrad._engine._options import EngineOptions
+from agrad._engine._pool import KernelPool, current_pool
+
+__all__ = ["Budget", "CpuWorker", "Turns", "cpu_worker"]
+
+_clock = time.perf_counter
+_heappush, _heappop = heapq.heappush, heapq.heappop
+
+# Where a graph task is, as its worker and its caller see it.
+_RUNNABLE, _PARKED, _CALLER, _DONE = range(4)
+
+
+class Budget:
+    """The worker's time slice: graph tasks yield once the clock passes ``deadline``."""
+
+    __slots__ = ("deadline",)
+
+    def __init__(self) -> None:
+        self.deadline = 0.0
+
+
+class Turns:
+    """One awaited graph task, passed between the worker and its caller.
+
+    The worker :meth:`advance`\\ s the task's steps while it is runnable; the
+    caller waits for its :meth:`turn`, when the task needs something only the
+    caller can do (await an ``async def backward``, commit), and :meth:`stop`\\ s
+    the task if the caller is cancelled or the awaited backward raised.  Both
+    run on the loop's thread, so the task's steps never run twice at once.
+    """
+
+    __slots__ = ("task", "time_slice", "_worker", "_steps", "_context", "_state", "_ticket", "_value",
+                 "_request", "_failure", "_waiter")
+
+    def __init__(self, worker: CpuWorker, task: GraphTask, options: EngineOptions) -> None:
+        self.task = task
+        self.time_slice = options.time_slice
+        self._worker = worker
+        self._context = contextvars.copy_context()
+        self._steps: Generator[Any, Any, None] | None = task.run(options, worker.budget)
+        self._state = _RUNNABLE
+        self._ticket = 0  # the line position it holds (stale heap entries hold another)
+        self._value: Any = None  # what the task is resumed with
+        self._request: Any = None  # what the caller must do
+        self._failure: BaseException | None = None
+        self._waiter = _traps.KernelWaiter()
+        task._wake = self.wake
+
+    # -- the worker's side ----------------------------------------------------------
+    def wake(self) -> None:
+        """A kernel of the task finished, or a kernel slot was handed to it (on the loop's thread)."""
+        if self._state is _PARKED:
+            self._state = _RUNNABLE
+            self._worker.push(self)
+
+    def advance(self, exc: BaseException | None = None) -> None:
+        """Run the task's steps (throwing ``exc`` in first, if given) until it
+        parks, needs its caller, spends the slice or ends."""
+        steps, context, task = self._steps, self._context, self.task
+        assert steps is not None
+        value, self._value = self._value, None
+        while True:
+            try:
+                request = context.run(steps.send, value) if exc is None else context.run(steps.throw, exc)
+            except StopIteration:
+                self._end(None)
+                return
+            except BaseException as failure:  # the task aborted: its outcome
+                self._end(failure)
+                return
+            value = exc = None
+            if request is SLICE_SPENT:
+                self._worker.push(self)
+                return
+            kind = type(request)
+            try:
+                if kind is Offload:
+                    value = self._worker.pool().offload(task, request.job)
+                    continue
+                if kind is WaitKernels:
+                    if request.shielded:  # aborting: its place in line for a slot goes to others now
+                        self._worker.forget(task)
+                    self._state = _PARKED
+                    return
+                if kind is DeviceJob:
+                    value = _device_workers.worker_for(request.device).submit(task, request)
+                    continue
+                if kind is DeviceIdle:
+                    value = _device_workers.worker_for(request.device).wake_when_idle(task)
+                    continue
+            except BaseException as error:  # no thread to be had, ...: the task aborts
+                exc = error
+                continue
+            self._request = request  # FINISH, or the coroutine of an async def backward
+            self._state = _CALLER
+            self._waiter.wake()
+            return
+
+    def _end(self, failure: BaseException | None) -> None:
+        self._state = _DONE
+        self._failure = failure
+        self._steps = None
+        self._worker.forget(self.task)
+        self.task._wake = _nothing
+        self._waiter.wake()
+
+    # -- the caller's side ----------------------------------------------------------
+    async def turn(self) -> Any:
+        """Wait until the task needs its caller; return what for (:data:`FINISH`
+        or a coroutine).  Raises the task's failure if it aborted."""
+        while self._state is not _CALLER:
+            if self._state is _DONE:
+                failure, self._failure = self._failure, None  # no cycle through its traceback
+                assert failure is not None
+                raise failure
+            await self._waiter.wait(False)
+        request, self._request = self._request, None
+        return request
+
+    @property
+    def context(self) -> contextvars.Context:
+        """The context the task runs in: a copy of its caller's."""
+        return self._context
+
+    def resume(self, value: Any) -> None:
+        """Hand the task back to the worker with ``value`` (a coroutine's result)."""
+        self._value = value
+        self._worker.push(self)
+
+    def finish(self) -> None:
+        """Commit, in the caller's turn (Note [The caller commits]); raises what the
+        commit or a post-accumulate-grad hook or final callback raised."""
+        self.advance()
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise failure
+
+    async def stop(self, exc: BaseException) -> None:
+        """The caller failed or was cancelled while the task was not done: abort it
+        now and wait, shielded, for its kernels in threads (Note [Kernels of a
+        stopped task])."""
+        if self._state is not _DONE:
+            self._state = _PARKED  # whatever line position it held is stale now
+            self._request = None
+            self.advance(exc)
+        while self._state is not _DONE:
+            await self._waiter.wait(True)
+        self._failure = None
+
+
+class CpuWorker:
+    """Runs the nodes of every graph task awaited on one event loop (Note [One worker per loop])."""
+
+    __slots__ = ("budget", "_line", "_tickets", "_running", "_spawn", "_pool")
+
+    def __init__(self, spawn: Callable[[Callable[[], Awaitable[None]], str], None]) -> None:
+        self.budget = Budget()
+        self._line: list[tuple[int, int, Turns]] = []  # (-reentrant depth, ticket, task)
+        self._tickets = itertools.count(1).__next__
+        self._running = False
+        self._spawn = spawn
+        self._pool: KernelPool | None = None  # this loop's, looked up at the first offload
+
+    def submit(self, task: GraphTask, options: EngineOptions) -> Turns:
+        """Put ``task`` in line; its caller then waits for its turns."""
+        turns = Turns(self, task, options)
+        self.push(turns)
+        return turns
+
+    def push(self, turns: Turns) -> None:
+        turns._state = _RUNNABLE
+        turns._ticket = ticket = self._tickets()
+        _heappush(self._line, (-turns.task.reentrant_depth, ticket, turns))
+        if not self._running:
+            self._running = True
+            self._spawn(self._run, "agrad cpu worker")
+
+    def pool(self) -> KernelPool:
+        if self._pool is None:
+            self._pool = current_pool()
+        return self._pool
+
+    def forget(self, task: GraphTask) -> None:
+        """``task`` stops or ends: it gives back its place in line for a kernel slot."""
+        if self._pool is not None:
+            self._pool.forget(task)
+
+    async def _run(self) -> None:
+        line, budget = self._line, self.budget
+        try:
+            while line:
+                pass_end = 0.0
+                while line:
+                    _, ticket, turns = _heappop(line)
+                    if turns._state is not _RUNNABLE or turns._ticket != ticket:
+                        continue  # a stale place in line
+                    now = _clock()
+                    if not pass_end:
+                        pass_end = now + turns.time_slice
+                    budget.deadline = min(pass_end, now + turns.time_slice)
+                    turns.advance()
+                    if _clock() >= pass_end:
+                        break
+                if line:
+                    await _traps.yield_slice()  # Note [Time slices]: one slice per loop pass
+        finally:
+            self._running = False
+
+
+_WORKER: anyio.lowlevel.RunVar[CpuWorker] = anyio.lowlevel.RunVar("agrad_cpu_worker")
+
+
+def cpu_worker() -> CpuWorker:
+    """This event loop's CPU worker, created on first use."""
+    worker = _WORKER.get(None)
+    if worker is None:
+        worker = CpuWorker(_device_workers.spawner())
+        _WORKER.set(worker)
+    return worker
