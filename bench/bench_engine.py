@@ -8,11 +8,12 @@ Five measurements, in one process, each printed as a table:
   the default scheduling (big kernels offloaded), awaited with every kernel
   inline (``offload="never"``), and the blocking twin called inside the
   coroutine (the same backward run synchronously on the loop); and awaited
-  with BLAS limited to one thread per kernel (threadpoolctl), since an
-  offloaded matmul otherwise runs BLAS's threads on every core, where the
-  loop needs one too.  The workload
-  is a residual chain ``h = h + tanh(h @ W_i) * 0.1`` on (512, 512) float32
-  arrays, its length calibrated so the backward takes about two seconds.
+  with BLAS at one thread per usable core (``agrad.set_num_threads``) instead
+  of agrad's default of one (Note [BLAS threads]): an offloaded matmul then
+  runs BLAS's threads on every core, where the loop needs one too.  The
+  workload is a residual chain ``h = h + tanh(h @ W_i) * 0.1`` on (512, 512)
+  float32 arrays, its length calibrated so the backward takes about two
+  seconds.
   Reported: lateness p50 / p99 / max of the ticks due while the backward ran
   (medians over samples), and the backward's wall time.
 * **parallel branches** — a (2**20,) float32 leaf feeds 16 independent
@@ -61,17 +62,19 @@ import statistics
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_info
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_perf  # noqa: E402  (the W1 chain and the MLP)
 from _harness import Measurement, System, check_same_gradients, format_table, machine_info, measure  # noqa: E402
 
 import agrad  # noqa: E402
+from agrad._blas import USER_VARIABLES  # noqa: E402
 from agrad._engine._options import current_options  # noqa: E402
 from agrad.autograd.graph import engine_options  # noqa: E402
 
@@ -106,21 +109,26 @@ def _blocking(label: str, build: Callable[[], agrad.Tensor]) -> System:
 TICK = 0.001
 WIDTH = 512  # h is (WIDTH, WIDTH), every W_i is (WIDTH, WIDTH)
 N_WEIGHTS = 8
-# mode -> (offload, BLAS threads or None for BLAS's own default, time slice or None for
+BLAS_THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+# mode -> (offload, BLAS threads or None for agrad's default, time slice or None for
 # the default); blocking: offload None.
 RESP_MODES: dict[str, tuple[str | None, int | None, float | None]] = {
-    "await": ("auto", None, None), "await, BLAS 1 thread": ("auto", 1, None),
+    "await": ("auto", None, None), f"await, BLAS {BLAS_THREADS} threads": ("auto", BLAS_THREADS, None),
     "await, 1 ms slice": ("auto", None, 0.001), "await, inline": ("never", None, None),
     "blocking": (None, None, None),
 }
 
 
-def _blas_threads(n: int | None) -> Any:
-    """Limit BLAS's own threads to ``n`` inside the block (threadpoolctl); None: as configured."""
-    if n is None:
-        return contextlib.nullcontext()
-    from threadpoolctl import threadpool_limits
-    return threadpool_limits(limits=n, user_api="blas")
+@contextlib.contextmanager
+def _blas_threads(n: int | None) -> Iterator[None]:
+    """BLAS at ``n`` threads inside the block (``agrad.set_num_threads``); None: as configured."""
+    before = agrad.get_num_threads()
+    if n is not None:
+        agrad.set_num_threads(n)
+    try:
+        yield
+    finally:
+        agrad.set_num_threads(before)
 
 
 def _weights(seed: int = 0) -> list[agrad.Tensor]:
@@ -204,18 +212,7 @@ def _pct(xs: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(xs), q)) if xs else float("nan")
 
 
-def _has_threadpoolctl() -> bool:
-    try:
-        import threadpoolctl  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def responsiveness(target: float, repeats: int, new_loop: Callable[[], asyncio.Runner]) -> dict[str, Any]:
-    if not _has_threadpoolctl():
-        RESP_MODES.pop("await, BLAS 1 thread")
-        print("  (threadpoolctl not installed: no 'await, BLAS 1 thread' mode; pip install -e '.[bench]')")
     blocks = _calibrate(target)
     nodes = _graph_nodes(_residual_chain(_weights(), blocks))
     threshold = current_options().offload_threshold
@@ -576,14 +573,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     header[-1] = f"event loop {args.loop}" + (f" {__import__('uvloop').__version__}" if args.loop == "uvloop" else "")
     header.append(f"engine     agrad.get_num_interop_threads()={agrad.get_num_interop_threads()}, "
                   f"defaults {current_options()}")
-    if _has_threadpoolctl():
-        from threadpoolctl import threadpool_info
-        header.append("blas       " + "; ".join(f"{i['internal_api']} {i.get('version')} {i.get('architecture')}, "
-                                                f"{i['num_threads']} threads" for i in threadpool_info()
-                                                if i["user_api"] == "blas"))
+    header.append("blas       " + "; ".join(f"{i['internal_api']} {i.get('version')} {i.get('architecture')}, "
+                                            f"{i['num_threads']} threads" for i in threadpool_info()
+                                            if i["user_api"] == "blas")
+                  + f" (agrad.get_num_threads()={agrad.get_num_threads()})")
     header.append("env        " + (", ".join(f"{k}={os.environ[k]}" for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
-                                                                              "OPENBLAS_NUM_THREADS")
-                                             if k in os.environ) or "no OPENBLAS_* settings"))
+                                                                              *USER_VARIABLES)
+                                             if k in os.environ) or "no OPENBLAS_* or other BLAS settings"))
     print("\n".join(header))
     print(f"settings   responsiveness: ~{target} s backward, {resp_repeats} samples per mode; "
           f"others: {repeats} samples per block after {warmup} warm-up, {pause} s pause\n")
