@@ -57,6 +57,7 @@ from agrad._dtype import (
     set_default_dtype,
     uint8,
 )
+from agrad._engine._cooperative import cooperative
 from agrad._engine._options import get_num_interop_threads, set_num_interop_threads
 from agrad._grad_mode import (
     enable_grad,
@@ -111,7 +112,7 @@ __all__ = [
     "get_default_dtype", "set_default_dtype",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode", "is_inference_mode_enabled",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "softmax", "is_tensor",
-    "get_num_threads", "set_num_threads", "get_num_interop_threads", "set_num_interop_threads",
+    "get_num_threads", "set_num_threads", "get_num_interop_threads", "set_num_interop_threads", "cooperative",
     "autograd", "cuda", "linalg", "nn", "random", "utils",
 ] + [
     *_elementwise.__all__, *_linalg.__all__, *_reductions.__all__, *_shape.__all__,

@@ -19,9 +19,9 @@ PUBLIC_MODULES = [
 
 # agrad's additions to PyTorch's API: the blocking twins (and queue_callback,
 # which PyTorch exposes only as Variable._execution_engine.queue_callback), and
-# the engine's scheduling options.
+# the engine's scheduling options, and cooperative calls of synchronous code.
 AGRAD_ONLY = {"backward_sync", "grad_sync", "queue_callback", "vjp_sync", "jacobian_sync", "hessian_sync",
-              "engine_options"}
+              "engine_options", "cooperative"}
 
 
 @pytest.mark.parametrize("name", PUBLIC_MODULES)

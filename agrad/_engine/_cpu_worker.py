@@ -39,8 +39,9 @@ import contextvars
 import heapq
 import itertools
 import time
-from collections.abc import Awaitable, Callable, Generator
-from typing import Any
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any, NamedTuple, Protocol
 
 import anyio.lowlevel
 
@@ -49,13 +50,45 @@ from agrad._engine._graph_task import SLICE_SPENT, DeviceIdle, DeviceJob, GraphT
 from agrad._engine._options import EngineOptions
 from agrad._engine._pool import KernelPool, current_pool
 
-__all__ = ["Budget", "CpuWorker", "Turns", "cpu_worker"]
+__all__ = ["DONE", "Budget", "CpuWorker", "Job", "Steps", "Turns", "cpu_worker", "serve"]
 
 _clock = time.perf_counter
 _heappush, _heappop = heapq.heappush, heapq.heappop
 
 # Where a graph task is, as its worker and its caller see it.
 _RUNNABLE, _PARKED, _CALLER, _DONE = range(4)
+
+
+class _Done:
+    """What :meth:`Turns.turn` answers once the job's steps returned."""
+
+
+DONE = _Done()
+
+
+class Steps(Protocol):
+    """A job's steps, as a generator's: ``send`` resumes it and returns its next
+    request, raising StopIteration (with its result) when it ends."""
+
+    def send(self, value: Any, /) -> Any: ...
+
+    def throw(self, exc: BaseException, /) -> Any: ...
+
+
+class Job(Protocol):
+    """What the worker and the kernel pool keep of a job (a GraphTask, or a
+    cooperative call): its depth in line and its kernel bookkeeping."""
+
+    reentrant_depth: int
+    _outstanding: int
+    _slot_granted: bool
+    _in_line: bool
+    _wake: Callable[[], None]
+
+
+class _StepsIn(NamedTuple):
+    send: Callable[[Any], Any]
+    throw: Callable[[BaseException], Any]
 
 
 class Budget:
@@ -78,19 +111,21 @@ class Turns:
     """
 
     __slots__ = ("task", "time_slice", "_worker", "_steps", "_context", "_state", "_ticket", "_value",
-                 "_request", "_failure", "_waiter")
+                 "_request", "_failure", "_result", "_waiter")
 
-    def __init__(self, worker: CpuWorker, task: GraphTask, options: EngineOptions) -> None:
+    def __init__(self, worker: CpuWorker, task: Job, steps: Steps, context: contextvars.Context,
+                 time_slice: float) -> None:
         self.task = task
-        self.time_slice = options.time_slice
+        self.time_slice = time_slice
         self._worker = worker
-        self._context = contextvars.copy_context()
-        self._steps: Generator[Any, Any, None] | None = task.run(options, worker.budget)
+        self._context = context
+        self._steps: Steps | None = steps
         self._state = _RUNNABLE
         self._ticket = 0  # the line position it holds (stale heap entries hold another)
         self._value: Any = None  # what the task is resumed with
         self._request: Any = None  # what the caller must do
         self._failure: BaseException | None = None
+        self._result: Any = None  # what the steps returned
         self._waiter = _traps.KernelWaiter()
         task._wake = self.wake
 
@@ -104,13 +139,14 @@ class Turns:
     def advance(self, exc: BaseException | None = None) -> None:
         """Run the task's steps (throwing ``exc`` in first, if given) until it
         parks, needs its caller, spends the slice or ends."""
-        steps, context, task = self._steps, self._context, self.task
+        steps, task = self._steps, self.task
         assert steps is not None
         value, self._value = self._value, None
         while True:
             try:
-                request = context.run(steps.send, value) if exc is None else context.run(steps.throw, exc)
-            except StopIteration:
+                request = steps.send(value) if exc is None else steps.throw(exc)
+            except StopIteration as stop:
+                self._result = stop.value
                 self._end(None)
                 return
             except BaseException as failure:  # the task aborted: its outcome
@@ -154,16 +190,23 @@ class Turns:
 
     # -- the caller's side ----------------------------------------------------------
     async def turn(self) -> Any:
-        """Wait until the task needs its caller; return what for (:data:`FINISH`
-        or a coroutine).  Raises the task's failure if it aborted."""
+        """Wait until the task needs its caller; return what for (:data:`FINISH`, an
+        awaitable, or :data:`DONE` once its steps returned).  Raises the task's
+        failure if it failed."""
         while self._state is not _CALLER:
             if self._state is _DONE:
+                if self._failure is None:
+                    return DONE
                 failure, self._failure = self._failure, None  # no cycle through its traceback
-                assert failure is not None
                 raise failure
             await self._waiter.wait(False)
         request, self._request = self._request, None
         return request
+
+    def result(self) -> Any:
+        """What the task's steps returned, once :meth:`turn` answered :data:`DONE`."""
+        result, self._result = self._result, None
+        return result
 
     @property
     def context(self) -> contextvars.Context:
@@ -210,8 +253,17 @@ class CpuWorker:
         self._pool: KernelPool | None = None  # this loop's, looked up at the first offload
 
     def submit(self, task: GraphTask, options: EngineOptions) -> Turns:
-        """Put ``task`` in line; its caller then waits for its turns."""
-        turns = Turns(self, task, options)
+        """Put ``task`` in line, to run in a copy of this context; its caller then
+        waits for its turns (:func:`serve`)."""
+        context = contextvars.copy_context()
+        steps = task.run(options, self.budget)
+        # Each step in the task's context: C-level partials, no Python frame per step.
+        return self.submit_steps(task, _StepsIn(partial(context.run, steps.send), partial(context.run, steps.throw)),
+                                 context, options.time_slice)
+
+    def submit_steps(self, job: Job, steps: Steps, context: contextvars.Context, time_slice: float) -> Turns:
+        """Put a job with its own ``steps`` in line (``agrad.cooperative``'s greenlet)."""
+        turns = Turns(self, job, steps, context, time_slice)
         self.push(turns)
         return turns
 
@@ -253,6 +305,19 @@ class CpuWorker:
                     await _traps.yield_slice()  # Note [Time slices]: one slice per loop pass
         finally:
             self._running = False
+
+
+async def serve(turns: Turns, end: Any) -> None:
+    """The caller's side of a job: await what it hands over (an ``async def
+    backward``, an awaitable of ``agrad.cooperative``'s code) in its context until
+    it hands over ``end`` (:data:`FINISH` or :data:`DONE`); if that await fails
+    or the caller is cancelled, stop the job and raise."""
+    try:
+        while (request := await turns.turn()) is not end:
+            turns.resume(await _traps.in_context(request, turns.context))
+    except BaseException as exc:  # cancellation included: the job aborts
+        await turns.stop(exc)
+        raise
 
 
 _WORKER: anyio.lowlevel.RunVar[CpuWorker] = anyio.lowlevel.RunVar("agrad_cpu_worker")

@@ -21,7 +21,8 @@ from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
 from agrad._engine import _device_workers, _traps
-from agrad._engine._cpu_worker import cpu_worker
+from agrad._engine._cooperating import local as cooperating
+from agrad._engine._cpu_worker import cpu_worker, serve
 from agrad._engine._graph_task import FINISH, DeviceIdle, DeviceJob, GraphTask
 from agrad._engine._interrupts import cancel_on_interrupt, deferred_interrupts
 from agrad._engine._options import current_options
@@ -81,18 +82,18 @@ async def execute(task: GraphTask) -> None:
 
 async def _execute(task: GraphTask) -> None:
     turns = cpu_worker().submit(task, current_options())
-    try:
-        while (request := await turns.turn()) is not FINISH:
-            turns.resume(await _traps.await_backward(request, turns.context))
-    except BaseException as exc:  # cancellation included: the task aborts
-        await turns.stop(exc)
-        raise
-    turns.finish()
+    await serve(turns, FINISH)
+    turns.finish()  # Note [The caller commits]
 
 
 def execute_sync(task: GraphTask) -> None:
     """Run ``task`` to completion on this thread, blocking (the blocking twin);
-    on a fresh thread if it nests too deep (Note [Reentrant depth])."""
+    on a fresh thread if it nests too deep (Note [Reentrant depth]).  Inside
+    ``agrad.cooperative`` it is awaited instead (Note [Cooperative calls])."""
+    job = cooperating.job
+    if job is not None:
+        job.wait_for(execute(task))
+        return
     try:
         if _spills(task):
             _in_fresh_thread(_execute_sync, task)

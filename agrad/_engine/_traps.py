@@ -8,7 +8,7 @@ else.  Everything else in the engine is synchronous bookkeeping.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Awaitable, Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
 import anyio
@@ -71,19 +71,21 @@ async def in_fresh_task(fn: Callable[[Any], Awaitable[None]], arg: Any) -> None:
             failure.clear()  # no cycle through the traceback
 
 
-async def await_backward(coro: Coroutine[Any, Any, Any], context: contextvars.Context) -> Any:
-    """Await an ``async def backward`` of a custom Function in the graph task's
-    ``context`` (its grad mode, current graph task and hooks): Note [Async backward]."""
-    return await _InContext(coro, context)
+async def in_context(aw: Awaitable[Any], context: contextvars.Context) -> Any:
+    """Await ``aw`` with its steps run in ``context``: an ``async def backward``
+    of a custom Function in its graph task's context (its grad mode, current
+    graph task and hooks; Note [Async backward]), or what ``agrad.cooperative``'s
+    code waits for, in that code's context."""
+    return await _InContext(aw.__await__(), context)
 
 
 class _InContext:
-    """Awaiting it awaits ``coro`` with each of its steps run in ``context``; the
+    """Awaiting it runs ``coro`` (an ``__await__`` iterator) with each step in ``context``; the
     awaiting task stays the one that is cancelled, as for a plain ``await``."""
 
     __slots__ = ("_coro", "_context")
 
-    def __init__(self, coro: Coroutine[Any, Any, Any], context: contextvars.Context) -> None:
+    def __init__(self, coro: Generator[Any, Any, Any], context: contextvars.Context) -> None:
         self._coro = coro
         self._context = context
 

@@ -38,6 +38,7 @@ import numpy as np
 
 from agrad import _backends, _dtype, _errors
 from agrad._device import CPU
+from agrad._engine._cooperating import local as _cooperating
 from agrad._grad_mode import grad_enabled
 from agrad._graph._anomaly import anomaly_enabled
 from agrad._graph._node import _FREED, Node, SavedTensor, before_in_place, single_input_meta
@@ -393,7 +394,10 @@ def apply(op: OpDef, args: Sequence[Any], attrs: dict[str, Any]) -> Tensor:
     try:
         if dev is CPU:
             xp = np
-            out = op.forward(np, *arrays, **attrs) if attrs else op.forward(np, *arrays)
+            if (job := _cooperating.job) is None:
+                out = op.forward(np, *arrays, **attrs) if attrs else op.forward(np, *arrays)
+            else:  # Note [Cooperative calls]: may pause, or run in a kernel thread
+                out = job.forward(op, arrays, attrs)
             if type(out) is not _ndarray:
                 out = _as_array(out, np)
         else:

@@ -1,0 +1,197 @@
+"""``agrad.cooperative``: run synchronous agrad code from a coroutine, in time slices.
+
+Note [Cooperative calls]
+~~~~~~~~~~~~~~~~~~~~~~~~
+A server's handler wants to run ordinary PyTorch-style code (a forward, a
+loss, ``backward_sync()``, an optimizer step) without blocking its event loop
+for the whole of it, and without rewriting it as async code.
+``await agrad.cooperative(fn, *args)`` runs ``fn`` in a greenlet (the technique
+SQLAlchemy's asyncio layer uses to run sync code under asyncio) as a job of
+the loop's CPU worker (Note [One worker per loop]): it spends the same time
+budget as every backward on the loop, so other coroutines wait about one slice
+however many calls and backwards are in flight.  Inside ``fn``:
+
+* every agrad op on the CPU is a place where the call may pause: when the
+  worker's slice is spent, the greenlet switches back to the worker, which
+  gives the loop a turn and resumes it later (``_Cooperative.forward``);
+* an op whose kernel is big (by ``Note [Offload threshold]``'s measure, with the
+  caller's ``engine_options``) runs in the loop's kernel pool while the loop
+  goes on;
+* a blocking twin (``backward_sync``, ``grad_sync``, ``autograd.backward_sync``)
+  becomes a nested awaited backward: the greenlet hands it to the awaiting
+  caller, which awaits it, so it runs on the worker and commits in the caller's
+  turn as any awaited backward does.
+
+Cancelling the caller raises the cancellation inside ``fn`` where it is paused
+(the op call that ended the slice, or the wait for a kernel or backward), after
+any kernel of it in a thread has finished; ``fn`` may clean up and the
+exception then reaches the caller.  ``fn`` runs in a copy of the caller's
+context.  Code in ``fn`` that is not agrad ops (plain numpy, Python loops)
+runs without pauses.  The greenlet runs on the loop's thread, so this works on
+asyncio, uvloop and trio alike.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+
+from agrad._engine import _traps
+from agrad._engine._cooperating import local
+from agrad._engine._cpu_worker import DONE, Budget, cpu_worker, serve
+from agrad._engine._graph_task import DRAIN, SLICE_SPENT, WAIT, Offload, _nothing
+from agrad._engine._options import current_options
+
+__all__ = ["cooperative", "cooperating"]
+
+T = TypeVar("T")
+_clock = time.perf_counter
+
+
+def cooperating() -> _Cooperative | None:
+    """The cooperative call whose greenlet runs on this thread now, if any."""
+    return local.job  # type: ignore[no-any-return]
+
+
+async def cooperative(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """Run ``fn(*args, **kwargs)`` without blocking the event loop (agrad only).
+
+    ``fn`` is ordinary synchronous agrad code: a forward, a loss, a blocking
+    backward (``loss.backward_sync()``, ``agrad.autograd.grad_sync``), an
+    optimizer step.  It runs on the event loop's thread in time slices shared
+    with every backward on the loop, pausing between agrad ops; big kernels run
+    in the engine's kernel threads, and its blocking backwards are awaited (see
+    Note [Cooperative calls] in ``agrad/_engine/_cooperative.py``).  Returns
+    what ``fn`` returns and raises what it raises.  Cancelling the awaiting task
+    raises the cancellation inside ``fn`` at its next pause.  Needs the
+    ``greenlet`` package (``pip install 'agrad[serving]'``).
+
+    Example::
+
+        >>> import asyncio
+        >>> w = agrad.tensor([1.0, -2.0], requires_grad=True)
+        >>> def step(x):
+        ...     loss = (w * x).sum()
+        ...     loss.backward_sync()       # awaited, on the loop's CPU worker
+        ...     return loss.item()
+        >>> asyncio.run(agrad.cooperative(step, agrad.tensor([3.0, 4.0])))
+        -5.0
+        >>> w.grad
+        tensor([3., 4.])
+    """
+    await _traps.checkpoint()
+    options = current_options()
+    threshold = None
+    if options.offload != "never":
+        threshold = 0 if options.offload == "always" else options.offload_threshold
+    worker = cpu_worker()
+    context = contextvars.copy_context()
+    job = _Cooperative(fn, args, kwargs, context, worker.budget, threshold)
+    turns = worker.submit_steps(job, job, context, options.time_slice)
+    await serve(turns, DONE)
+    return turns.result()  # type: ignore[no-any-return]
+
+
+def _greenlet() -> Any:
+    try:
+        import greenlet
+    except ImportError:
+        raise ImportError("agrad.cooperative needs the greenlet package: pip install 'agrad[serving]'") from None
+    return greenlet
+
+
+class _Cooperative:
+    """One cooperative call: a job of the CPU worker whose steps are a greenlet's switches."""
+
+    __slots__ = ("reentrant_depth", "_outstanding", "_slot_granted", "_in_line", "_wake", "_glet", "_budget",
+                 "_threshold", "_getcurrent")
+
+    def __init__(self, fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any],
+                 context: contextvars.Context, budget: Budget, threshold: int | None) -> None:
+        greenlet = _greenlet()
+        self.reentrant_depth = 0
+        self._outstanding = 0  # kernels in threads (Note [Kernel slots])
+        self._slot_granted = False
+        self._in_line = False
+        self._wake: Callable[[], None] = _nothing  # set by the worker
+        self._budget = budget
+        self._threshold = threshold
+        self._getcurrent = greenlet.getcurrent
+        self._glet = greenlet.greenlet(lambda _first_send: fn(*args, **kwargs))
+        self._glet.gr_context = context
+
+    # -- the worker's side: the job's steps ------------------------------------------
+    def send(self, value: Any) -> Any:
+        return self._switch(self._glet.switch, value)
+
+    def throw(self, exc: BaseException) -> Any:
+        return self._switch(self._glet.throw, exc)
+
+    def _switch(self, switch: Callable[[Any], Any], arg: Any) -> Any:
+        glet = self._glet
+        glet.parent = self._getcurrent()  # whoever resumes it gets its next request
+        local.job = self
+        try:
+            request = switch(arg)
+        finally:
+            local.job = None
+        if glet.dead:
+            raise StopIteration(request)
+        return request
+
+    # -- inside the greenlet -----------------------------------------------------------
+    def _ask(self, request: Any) -> Any:
+        """Hand ``request`` to the worker (or, through it, the caller); return the answer."""
+        return self._glet.parent.switch(request)
+
+    def forward(self, op: Any, arrays: list[Any], attrs: dict[str, Any]) -> Any:
+        """An op's CPU kernel, run for ``fn``: after a pause if the slice is spent,
+        in a kernel thread if it is big (Note [Cooperative calls])."""
+        if _clock() >= self._budget.deadline:
+            self._ask(SLICE_SPENT)
+        threshold = self._threshold
+        if threshold is not None and _forward_work(op, arrays) >= threshold:
+            return self._offload(lambda: op.forward(np, *arrays, **attrs))
+        return op.forward(np, *arrays, **attrs)
+
+    def _offload(self, kernel: Callable[[], Any]) -> Any:
+        outcome: list[tuple[bool, Any]] = []
+
+        def job() -> None:
+            try:
+                outcome.append((True, kernel()))
+            except BaseException as exc:  # raised in the greenlet, below
+                outcome.append((False, exc))
+
+        request = Offload(job)
+        while not self._ask(request):  # in line for a kernel slot until one is handed over
+            self._ask(WAIT)
+        try:
+            while self._outstanding:
+                self._ask(WAIT)
+        except BaseException:  # cancelled: the kernel cannot be called back (Note [Kernels of a stopped task])
+            while self._outstanding:
+                self._ask(DRAIN)
+            raise
+        ((ok, result),) = outcome
+        outcome.clear()
+        if not ok:
+            raise result
+        return result
+
+    def wait_for(self, aw: Awaitable[T]) -> T:
+        """Have the caller await ``aw`` (in ``fn``'s context) and return its result."""
+        return self._ask(aw)  # type: ignore[no-any-return]
+
+
+def _forward_work(op: Any, arrays: list[Any]) -> int:
+    """A forward kernel's work in Note [Offload threshold]'s elements: the
+    arrays it reads, or for a matrix product a sixth more than its
+    multiply-adds (``_product_work``'s measure), from the shapes alone."""
+    if op.work is not None and len(arrays) == 2 and arrays[1].ndim:
+        return arrays[0].size * arrays[1].shape[-1] // 48  # type: ignore[no-any-return]
+    return sum(a.size for a in arrays)
