@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import asyncio
 
-__all__ = ["Connection", "HTTPError"]
+__all__ = ["REQUEST_ERRORS", "Connection", "HTTPError"]
 
 
 class HTTPError(Exception):
     """The server's answer could not be framed (no Content-Length, bad status line) or the connection closed."""
+
+
+REQUEST_ERRORS = (OSError, EOFError, TimeoutError, ValueError, HTTPError, asyncio.LimitOverrunError)
+"""What one request (with its connection and a timeout around it) can fail with; a benchmark counts these."""
 
 
 class Connection:

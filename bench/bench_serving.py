@@ -2,15 +2,17 @@
 
 One uvicorn server per backend (``python -m examples.serving.app``, uvloop,
 httptools, one worker, 127.0.0.1, a free port), all started up front and
-warmed up; this process is the load generator (uvloop, the lean client in
-``_http_client.py``) and never the server.  Scenarios:
+warmed up.  The load clients run in this process and the health probe in a
+child process of its own (``_health_probe.py``), both on uvloop with the lean
+client in ``_http_client.py`` (httpx would cost milliseconds of CPU per
+request and measure itself); neither is ever the server.  Scenarios:
 
 * batch 1 and 32 x C = 1, 8, 32 closed-loop clients, each sending
   ``POST /saliency`` back to back over its own keep-alive connection for
   ``--duration`` seconds;
 * one huge request: a single batch-8192 ``/saliency`` alone.
 
-Throughout each scenario a health probe sends ``GET /health`` every 10 ms,
+Throughout each scenario the health probe sends ``GET /health`` every 10 ms,
 open loop, its latency taken from the probe's *scheduled* send time (a
 stalled loop counts fully), in two modes, each scenario run in both:
 ``pre-opened`` (a pool of keep-alive connections opened before the run; a
@@ -21,6 +23,8 @@ Every answer is checked against the numpy float64 reference
 (``np.allclose``, rtol 1e-4, atol 1e-5) for a fixed set of inputs; wrong
 answers and errors (non-200, connection failures, timeouts) are counted,
 never retried.  Each server's RSS is sampled every 0.5 s over the whole run.
+The load generator's own cost is printed beside the figures: the probe's
+send lag (how late its loop sent each probe) and CPU ms per request.
 Backends are interleaved: round r runs them in order A B C D (reversed on
 odd rounds), each through every scenario; figures are medians over rounds.
 
@@ -52,7 +56,8 @@ from typing import Any
 import numpy as np
 import uvloop
 from _harness import machine_info
-from _http_client import Connection
+from _health_probe import PROBE_MODES
+from _http_client import REQUEST_ERRORS, Connection
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
@@ -61,9 +66,7 @@ from examples.serving import model  # noqa: E402
 clock = time.perf_counter
 HOST = "127.0.0.1"
 BACKENDS = ("agrad", "agrad-thread", "torch", "torch-thread")
-PROBE_MODES = ("pre-opened", "per-probe")
-PROBE_PERIOD_S = 0.010
-PRE_OPENED_PROBES = 4
+PROBE_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_health_probe.py")
 RSS_PERIOD_S = 0.5
 INPUTS_PER_BATCH = 16
 HUGE_BATCH = 8192
@@ -165,13 +168,14 @@ async def wait_ready(server: Server) -> None:
     while clock() < deadline:
         if server.process.poll() is not None:
             break
-        with contextlib.suppress(OSError):
-            conn = await Connection.open(HOST, server.port)
-            try:
-                if (await conn.request("GET", "/health"))[0] == 200:
-                    return
-            finally:
-                await conn.aclose()
+        with contextlib.suppress(*REQUEST_ERRORS):
+            async with asyncio.timeout(max(deadline - clock(), 0.1)):
+                conn = await Connection.open(HOST, server.port)
+                try:
+                    if (await conn.request("GET", "/health"))[0] == 200:
+                        return
+                finally:
+                    await conn.aclose()
         await asyncio.sleep(0.2)
     server.log.seek(0)
     raise RuntimeError(f"{server.backend} server did not start:\n{server.log.read().decode(errors='replace')}")
@@ -213,67 +217,41 @@ class Tally:
         self.error_kinds[what] = self.error_kinds.get(what, 0) + 1
 
 
-class HealthProbe:
-    """``GET /health`` every 10 ms, open loop; latencies from each probe's scheduled send time."""
+class ProbeProcess:
+    """The health probe (``_health_probe.py``) in a child process, so the load clients never delay it."""
 
-    def __init__(self, port: int, mode: str) -> None:
-        self.port, self.mode = port, mode
-        self.latencies_s: list[float] = []
-        self.send_lags_s: list[float] = []
-        """How late each probe started on this process's own loop: the load generator's share of the latency."""
-        self.tally = Tally()
-        self._idle: list[Connection] = []
-        self._tasks: set[asyncio.Task[None]] = set()
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self._process = process
 
-    async def open_pool(self) -> None:
-        if self.mode == "pre-opened":
-            self._idle = [await Connection.open(HOST, self.port) for _ in range(PRE_OPENED_PROBES)]
-
-    async def run(self, stop: asyncio.Event) -> None:
-        start = clock()
-        k = 0
-        while not stop.is_set():
-            due = start + k * PROBE_PERIOD_S
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), max(0.0, due - clock()))
-            if stop.is_set():
-                break
-            task = asyncio.create_task(self._probe(due))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-            k += 1
-
-    async def finish(self) -> None:
-        """Wait (bounded) for probes still in flight, then close every connection."""
-        if self._tasks:
-            _, late = await asyncio.wait(set(self._tasks), timeout=REQUEST_TIMEOUT_S)
-            for task in late:
-                task.cancel()
-                self.tally.error("probe timed out")
-        for conn in self._idle:
-            await conn.aclose()
-
-    async def _probe(self, due: float) -> None:
-        self.send_lags_s.append(clock() - due)
-        per_probe = self.mode == "per-probe"
-        conn = None
+    @classmethod
+    async def start(cls, port: int, mode: str) -> ProbeProcess:
+        process = await asyncio.create_subprocess_exec(sys.executable, PROBE_SCRIPT, str(port), mode,
+                                                       stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+        probe = cls(process)
         try:
-            async with asyncio.timeout(REQUEST_TIMEOUT_S):
-                conn = self._idle.pop() if self._idle else await Connection.open(HOST, self.port)
-                status, body = await conn.request("GET", "/health", close=per_probe)
-            if status == 200 and body == b"ok":
-                self.latencies_s.append(clock() - due)
-                self.tally.ok += 1
-            else:
-                self.tally.error(f"health status {status}")
-        except (OSError, EOFError, TimeoutError, ValueError) as exc:
-            self.tally.error(f"health {type(exc).__name__}")
+            line = await asyncio.wait_for(process.stdout.readline(), STARTUP_TIMEOUT_S)  # type: ignore[union-attr]
+        except BaseException:
+            await probe.kill()
+            raise
+        if line != b"ready\n":
+            await probe.kill()
+            raise RuntimeError(f"health probe did not start: {line!r}")
+        return probe
+
+    async def stop(self) -> dict[str, Any]:
+        """Stop probing; the probe's results once its probes in flight are done."""
+        try:
+            self._process.stdin.write(b"stop\n")  # type: ignore[union-attr]
+            out = await asyncio.wait_for(self._process.stdout.read(), REQUEST_TIMEOUT_S + 30)  # type: ignore[union-attr]
+            await self._process.wait()
         finally:
-            if conn is not None:
-                if conn.reusable:
-                    self._idle.append(conn)
-                else:
-                    await conn.aclose()
+            await self.kill()
+        return json.loads(out.splitlines()[-1])
+
+    async def kill(self) -> None:
+        if self._process.returncode is None:
+            self._process.kill()
+            await self._process.wait()
 
 
 async def closed_loop_client(port: int, inputs: Inputs, first: int, deadline: float, tally: Tally,
@@ -291,7 +269,7 @@ async def closed_loop_client(port: int, inputs: Inputs, first: int, deadline: fl
                     if conn is None:
                         conn = await Connection.open(HOST, port)
                     status, answer = await conn.request("POST", "/saliency", inputs.bodies[k])
-            except (OSError, EOFError, TimeoutError, ValueError) as exc:
+            except REQUEST_ERRORS as exc:
                 tally.error(f"saliency {type(exc).__name__}")
                 if conn is not None:
                     await conn.aclose()
@@ -311,42 +289,37 @@ async def closed_loop_client(port: int, inputs: Inputs, first: int, deadline: fl
             await conn.aclose()
 
 
-def _percentiles_ms(latencies_s: list[float]) -> dict[str, float]:
-    if not latencies_s:
+def _percentiles(ms: list[float]) -> dict[str, float]:
+    if not ms:
         return {"p50": float("nan"), "p99": float("nan"), "max": float("nan")}
-    ms = np.asarray(latencies_s) * 1e3
-    return {"p50": float(np.percentile(ms, 50)), "p99": float(np.percentile(ms, 99)), "max": float(ms.max())}
+    return {"p50": float(np.percentile(ms, 50)), "p99": float(np.percentile(ms, 99)), "max": max(ms)}
 
 
 async def run_scenario(server: Server, scenario: Scenario, mode: str, inputs: Inputs, duration: float,
                        round_: int) -> dict[str, Any]:
-    probe = HealthProbe(server.port, mode)
-    await probe.open_pool()
+    probe = await ProbeProcess.start(server.port, mode)
     tally = Tally()
-    stop = asyncio.Event()
-    cpu0, t0 = time.process_time(), clock()
-    probing = asyncio.create_task(probe.run(stop))
-    if scenario.clients:
-        deadline = t0 + duration
-        await asyncio.gather(*(closed_loop_client(server.port, inputs, c, deadline, tally)
-                               for c in range(scenario.clients)))
-    else:
-        await closed_loop_client(server.port, inputs, 0, float("inf"), tally, max_requests=1)
-    elapsed = clock() - t0
-    stop.set()
-    await probing
-    await probe.finish()
-    cpu = time.process_time() - cpu0
-    requests = tally.ok + tally.wrong + tally.errors + probe.tally.ok + probe.tally.errors
+    try:
+        cpu0, t0 = time.process_time(), clock()
+        if scenario.clients:
+            deadline = t0 + duration
+            await asyncio.gather(*(closed_loop_client(server.port, inputs, c, deadline, tally)
+                                   for c in range(scenario.clients)))
+        else:
+            await closed_loop_client(server.port, inputs, 0, float("inf"), tally, max_requests=1)
+        elapsed, cpu = clock() - t0, time.process_time() - cpu0
+    finally:
+        probed = await probe.stop()
+    requests = tally.ok + tally.wrong + tally.errors + probed["ok"] + sum(probed["errors"].values())
     return {
         "backend": server.backend, "scenario": scenario.name, "batch": scenario.batch, "clients": scenario.clients,
         "probe_mode": mode, "round": round_, "elapsed_s": elapsed,
         "req_per_s": (tally.ok + tally.wrong) / elapsed,
-        "health_ms": _percentiles_ms(probe.latencies_s), "probes": probe.tally.ok,
-        "probe_send_lag_ms": _percentiles_ms(probe.send_lags_s),
-        "ok": tally.ok, "wrong": tally.wrong, "errors": tally.errors + probe.tally.errors,
-        "error_kinds": {**tally.error_kinds, **probe.tally.error_kinds},
-        "client_cpu_ms_per_request": 1e3 * cpu / max(requests, 1),
+        "health_ms": _percentiles(probed["latencies_ms"]), "probes": probed["ok"],
+        "probe_send_lag_ms": _percentiles(probed["send_lags_ms"]),
+        "ok": tally.ok, "wrong": tally.wrong, "errors": tally.errors + sum(probed["errors"].values()),
+        "error_kinds": {**tally.error_kinds, **probed["errors"]},
+        "client_cpu_ms_per_request": 1e3 * (cpu + probed["cpu_s"]) / max(requests, 1),
     }
 
 
@@ -463,7 +436,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     load_before = os.getloadavg()
     print("\n".join(machine_info().splitlines()[:-1]))
-    print(f"load gen   this process, uvloop {uvloop.__version__}, lean HTTP/1.1 client; servers uvicorn "
+    print(f"load gen   clients in this process, health probe in a child process; uvloop {uvloop.__version__}, "
+          f"lean HTTP/1.1 client; servers uvicorn "
           f"(uvloop, httptools, 1 worker) on {HOST}")
     print(f"run        {args.rounds} round(s), {args.duration:g} s per closed-loop scenario, backends "
           f"{' '.join(args.backends)} (reversed on odd rounds)")
