@@ -40,21 +40,15 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from agrad._engine import _traps
-from agrad._engine._cooperating import local
+from agrad._engine import _cooperating, _traps
 from agrad._engine._cpu_worker import DONE, Budget, cpu_worker, serve
 from agrad._engine._graph_task import DRAIN, SLICE_SPENT, WAIT, Offload, _nothing
 from agrad._engine._options import current_options
 
-__all__ = ["cooperative", "cooperating"]
+__all__ = ["cooperative"]
 
 T = TypeVar("T")
 _clock = time.perf_counter
-
-
-def cooperating() -> _Cooperative | None:
-    """The cooperative call whose greenlet runs on this thread now, if any."""
-    return local.job  # type: ignore[no-any-return]
 
 
 async def cooperative(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
@@ -134,11 +128,13 @@ class _Cooperative:
     def _switch(self, switch: Callable[[Any], Any], arg: Any) -> Any:
         glet = self._glet
         glet.parent = self._getcurrent()  # whoever resumes it gets its next request
-        local.job = self
+        _cooperating.local.job = self
+        _cooperating.running += 1
         try:
             request = switch(arg)
         finally:
-            local.job = None
+            _cooperating.running -= 1
+            _cooperating.local.job = None
         if glet.dead:
             raise StopIteration(request)
         return request

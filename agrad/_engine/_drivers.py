@@ -20,8 +20,7 @@ import threading
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
-from agrad._engine import _device_workers, _traps
-from agrad._engine._cooperating import local as cooperating
+from agrad._engine import _cooperating, _device_workers, _traps
 from agrad._engine._cpu_worker import cpu_worker, serve
 from agrad._engine._graph_task import FINISH, DeviceIdle, DeviceJob, GraphTask
 from agrad._engine._interrupts import cancel_on_interrupt, deferred_interrupts
@@ -90,7 +89,7 @@ def execute_sync(task: GraphTask) -> None:
     """Run ``task`` to completion on this thread, blocking (the blocking twin);
     on a fresh thread if it nests too deep (Note [Reentrant depth]).  Inside
     ``agrad.cooperative`` it is awaited instead (Note [Cooperative calls])."""
-    job = cooperating.job
+    job = _cooperating.current()
     if job is not None:
         job.wait_for(execute(task))
         return

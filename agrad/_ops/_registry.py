@@ -38,7 +38,7 @@ import numpy as np
 
 from agrad import _backends, _dtype, _errors
 from agrad._device import CPU
-from agrad._engine._cooperating import local as _cooperating
+from agrad._engine import _cooperating
 from agrad._grad_mode import grad_enabled
 from agrad._graph._anomaly import anomaly_enabled
 from agrad._graph._node import _FREED, Node, SavedTensor, before_in_place, single_input_meta
@@ -394,7 +394,7 @@ def apply(op: OpDef, args: Sequence[Any], attrs: dict[str, Any]) -> Tensor:
     try:
         if dev is CPU:
             xp = np
-            if (job := _cooperating.job) is None:
+            if not _cooperating.running or (job := _cooperating.local.job) is None:
                 out = op.forward(np, *arrays, **attrs) if attrs else op.forward(np, *arrays)
             else:  # Note [Cooperative calls]: may pause, or run in a kernel thread
                 out = job.forward(op, arrays, attrs)
