@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from agrad._engine import _cooperating, _traps
+from agrad._engine._admission import admitted, mark_inside
 from agrad._engine._cpu_worker import DONE, Budget, cpu_worker, serve
 from agrad._engine._graph_task import DRAIN, SLICE_SPENT, WAIT, Offload, _nothing
 from agrad._engine._options import current_options
@@ -82,12 +83,14 @@ async def cooperative(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     threshold = None
     if options.offload != "never":
         threshold = 0 if options.offload == "always" else options.offload_threshold
-    worker = cpu_worker()
-    context = contextvars.copy_context()
-    job = _Cooperative(fn, args, kwargs, context, worker.budget, threshold)
-    turns = worker.submit_steps(job, job, context, options.time_slice)
-    await serve(turns, DONE)
-    return turns.result()  # type: ignore[no-any-return]
+    async with admitted():  # Note [Admission]
+        worker = cpu_worker()
+        context = contextvars.copy_context()
+        context.run(mark_inside)  # its backwards are part of it
+        job = _Cooperative(fn, args, kwargs, context, worker.budget, threshold)
+        turns = worker.submit_steps(job, job, context, options.time_slice)
+        await serve(turns, DONE)
+        return turns.result()  # type: ignore[no-any-return]
 
 
 def _greenlet() -> Any:

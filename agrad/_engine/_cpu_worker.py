@@ -46,6 +46,7 @@ from typing import Any, NamedTuple, Protocol
 import anyio.lowlevel
 
 from agrad._engine import _device_workers, _traps
+from agrad._engine._admission import mark_inside
 from agrad._engine._graph_task import SLICE_SPENT, DeviceIdle, DeviceJob, GraphTask, Offload, WaitKernels, _nothing
 from agrad._engine._options import EngineOptions
 from agrad._engine._pool import KernelPool, current_pool
@@ -256,6 +257,7 @@ class CpuWorker:
         """Put ``task`` in line, to run in a copy of this context; its caller then
         waits for its turns (:func:`serve`)."""
         context = contextvars.copy_context()
+        context.run(mark_inside)  # backwards it starts are part of it (Note [Admission])
         steps = task.run(options, self.budget)
         # Each step in the task's context: C-level partials, no Python frame per step.
         return self.submit_steps(task, _StepsIn(partial(context.run, steps.send), partial(context.run, steps.throw)),

@@ -1,6 +1,6 @@
 """The backward graph's public types and saved-tensor hooks (mirrors
 ``torch.autograd.graph``), and how the engine schedules a backward over it
-(agrad only: ``engine_options``)."""
+(agrad only: ``engine_options``, ``get_admission_limit``/``set_admission_limit``)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from contextvars import ContextVar
 from typing import Any, Literal
 from weakref import WeakKeyDictionary, WeakSet
 
+from agrad._engine._admission import get_admission_limit, set_admission_limit
 from agrad._engine._graph_task import GraphTask, current_graph_task
 from agrad._engine._options import engine_options
 from agrad._graph._node import GradientEdge, Node, before_in_place
@@ -20,7 +21,7 @@ from agrad.utils.hooks import RemovableHandle
 
 __all__ = ["Node", "GradientEdge", "get_gradient_edge", "increment_version", "register_multi_grad_hook",
            "allow_mutation_on_saved_tensors", "engine_options", "saved_tensors_hooks",
-           "disable_saved_tensors_hooks"]
+           "disable_saved_tensors_hooks", "get_admission_limit", "set_admission_limit"]
 
 
 def get_gradient_edge(tensor: Tensor) -> GradientEdge:
