@@ -23,7 +23,8 @@ time bound, whichever comes first.  The load average is printed before and
 after each measurement.  Nothing here
 asserts on timings.
 
-Run ``python bench/bench_blas_threads.py`` (about a minute) or ``--quick``.
+Run ``python bench/bench_blas_threads.py`` (one to several minutes, with the
+load), ``--quick`` for a smoke run, ``--only big`` for one measurement.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from agrad._blas import USER_VARIABLES  # noqa: E402
 
 _clock = time.perf_counter
 HOG_SECONDS = 60  # the most any hog lives, whatever happens to this process
+RUNS = ("small-loaded", "small", "big")
 
 
 def _usable_cores() -> int:
@@ -114,20 +116,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=_usable_cores(), help="the multi-threaded setting")
     parser.add_argument("--hogs", type=int, default=_usable_cores(), help="busy processes for the loaded run")
     parser.add_argument("--markdown", action="store_true", help="tables in markdown")
+    parser.add_argument("--only", action="append", choices=RUNS, help="run only this measurement (repeatable)")
     args = parser.parse_args(argv)
     default = agrad.get_num_threads()
     counts = [1, args.threads]
     small, big = _product(1, 784, 1024), _product(2048, 2048, 2048)
     Run = tuple[str, Callable[[], float], Callable[[], contextlib.AbstractContextManager[None]], int, float, float]
-    runs: list[Run] = [
+    runs: dict[str, Run] = {
         # title, sample, condition, samples per block, seconds per block, gap between samples
-        (f"(1,784) @ (784,1024) float32 every 1 ms, {args.hogs} busy processes running", small,
-         lambda: _hogs(args.hogs), 30 if args.quick else 300, 1.0 if args.quick else 6.0, 0.001),
-        ("(1,784) @ (784,1024) float32 every 1 ms, machine as is", small,
-         contextlib.nullcontext, 30 if args.quick else 300, 1.0 if args.quick else 6.0, 0.001),
-        ("(2048,2048) @ (2048,2048) float32, machine as is", big,
-         contextlib.nullcontext, 2 if args.quick else 5, 2.0 if args.quick else 10.0, 0.0),
-    ]
+        "small-loaded": (f"(1,784) @ (784,1024) float32 every 1 ms, {args.hogs} busy processes running", small,
+                         lambda: _hogs(args.hogs), 30 if args.quick else 300, 1.0 if args.quick else 6.0, 0.001),
+        "small": ("(1,784) @ (784,1024) float32 every 1 ms, machine as is", small,
+                  contextlib.nullcontext, 30 if args.quick else 300, 1.0 if args.quick else 6.0, 0.001),
+        "big": ("(2048,2048) @ (2048,2048) float32, machine as is", big,
+                contextlib.nullcontext, 2 if args.quick else 5, 2.0 if args.quick else 10.0, 0.0),
+    }
     blas = "; ".join(f"{i['internal_api']} {i.get('version')} ({i.get('threading_layer')})"
                      for i in threadpool_info() if i["user_api"] == "blas")
     env = ", ".join(f"{k}={os.environ[k]}" for k in USER_VARIABLES if k in os.environ)
@@ -135,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"python {platform.python_version()}, numpy {np.__version__}, {blas or 'no BLAS found'}")
     print(f"agrad      get_num_threads() = {default} at start (BLAS variables set: {env or 'none'})")
     try:
-        for title, sample, condition, repeats, seconds, gap in runs:
+        for title, sample, condition, repeats, seconds, gap in (runs[name] for name in args.only or RUNS):
             before = _load()
             with condition():
                 results = measure_threads(sample, counts, warmup=3 if repeats > 10 else 1, repeats=repeats,
