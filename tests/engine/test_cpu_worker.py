@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import itertools
-import sys
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -133,26 +132,21 @@ def worker() -> _cpu_worker.CpuWorker:
 
 def running_task_names() -> list[str]:
     """The names of every task alive on this loop, system tasks included."""
-    if "trio" in sys.modules and anyio_library() == "trio":
+    try:
+        return [task.get_name() for task in asyncio.all_tasks()]
+    except RuntimeError:  # no asyncio loop running: trio
         import trio
 
-        top = trio.lowlevel.current_task()
-        while top.parent_nursery is not None:
-            top = top.parent_nursery.parent_task
-        names, stack = [], [top]
-        while stack:
-            task = stack.pop()
-            names.append(task.name)
-            for nursery in task.child_nurseries:
-                stack.extend(nursery.child_tasks)
-        return names
-    return [task.get_name() for task in asyncio.all_tasks()]
-
-
-def anyio_library() -> str:
-    import sniffio
-
-    return sniffio.current_async_library()
+    top = trio.lowlevel.current_task()
+    while top.parent_nursery is not None:
+        top = top.parent_nursery.parent_task
+    names, stack = [], [top]
+    while stack:
+        task = stack.pop()
+        names.append(task.name)
+        for nursery in task.child_nurseries:
+            stack.extend(nursery.child_tasks)
+    return names
 
 
 class Cancellable:
@@ -162,7 +156,7 @@ class Cancellable:
 
     def __init__(self, mechanism: str) -> None:
         self.mechanism = mechanism
-        self._cancel: Action | None = None
+        self._cancel: Callable[[], object] | None = None
 
     def cancel(self) -> None:
         assert self._cancel is not None
@@ -393,7 +387,7 @@ async def test_cancellation_reaches_the_caller_within_one_slice(cancellable: Can
 
 async def test_worker_ends_with_its_line_and_starts_again() -> None:
     log: list[str] = []
-    seen: list[tuple[str, bool]] = []
+    seen: list[tuple[str | None, bool]] = []
 
     def record() -> None:  # on the node's side: which task runs it, and is the worker listed
         seen.append((anyio.get_current_task().name, worker()._running and WORKER_NAME in running_task_names()))
