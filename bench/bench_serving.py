@@ -182,11 +182,13 @@ async def wait_ready(server: Server) -> None:
 
 
 async def warm_up(server: Server, inputs: dict[int, Inputs]) -> None:
-    """A few requests of each load batch size, each checked: an error here stops the benchmark."""
+    """A few requests of each batch size (one of the huge one: its arrays set the allocator's high-water
+    mark, so that RSS measured from here on shows growth, not first use), each checked: an error here
+    stops the benchmark."""
     conn = await Connection.open(HOST, server.port)
     try:
-        for batch in (1, 32):
-            for i in range(4):
+        for batch, count in ((1, 4), (32, 4), (HUGE_BATCH, 1)):
+            for i in range(count):
                 status, answer = await asyncio.wait_for(
                     conn.request("POST", "/saliency", inputs[batch].bodies[i]), REQUEST_TIMEOUT_S)
                 if status != 200 or not inputs[batch].correct(i, answer):
