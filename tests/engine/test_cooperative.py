@@ -63,6 +63,7 @@ pytest.importorskip("greenlet")
 pytestmark = pytest.mark.anyio
 
 WAIT = 10.0  # seconds a thread rendezvous may take before a test fails (never reached when it passes)
+HANG = 5.0  # seconds after which a call that takes well under 0.1 s counts as hung
 LR = 0.5
 AGRAD_DIR = os.path.dirname(agrad.__file__) + os.sep
 
@@ -551,6 +552,64 @@ async def test_cancelling_a_backward_inside_fn_leaves_grad_unchanged(cancellable
     assert x.grad is before and (before.numpy() == 7.0).all() and hooked == []
     assert len(log) <= 2 * SLICE_TICKS + MAX_PER_PASS  # it stopped within a slice
     await assert_still_usable()
+
+
+BACKENDS = [pytest.param(("asyncio", {}), id="asyncio"),
+            pytest.param(("asyncio", {"use_uvloop": True}), id="uvloop"),
+            pytest.param(("trio", {}), id="trio")]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_backward_in_fns_cleanup_after_cancellation_does_not_hang(backend: tuple[str, dict[str, Any]]) -> None:
+    # fn's ``finally`` runs a blocking backward after its caller was cancelled.
+    # It may run or raise the cancellation again; it must not wait forever for
+    # a caller that is no longer serving it.  Run in a thread of its own, so
+    # that a hang fails the test after HANG seconds instead of stopping the run.
+    w = agrad.ones(3, dtype=agrad.float64, requires_grad=True)
+    log: list[int] = []
+    outcome: dict[str, Any] = {}
+
+    def fn() -> None:
+        try:
+            counted_ops(log, 100 * SLICE_TICKS)(agrad.zeros(2))
+        finally:
+            try:
+                (w * 2.0).sum().backward_sync()
+                outcome["cleanup"] = "ran"
+            except BaseException as exc:
+                outcome["cleanup"] = type(exc)
+                raise
+
+    async def main() -> None:
+        with anyio.CancelScope() as scope:
+            async def canceller() -> None:
+                while len(log) < SLICE_TICKS:  # noqa: ASYNC110  (counts ops of the call, not a time)
+                    await anyio.lowlevel.checkpoint()
+                scope.cancel()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(canceller)
+                with engine_options(time_slice=SLICE, offload="never"):
+                    await agrad.cooperative(fn)
+        outcome["caught"] = scope.cancelled_caught
+        outcome["cancelled"] = anyio.get_cancelled_exc_class()
+
+    def run() -> None:
+        try:
+            anyio.run(main, backend=backend[0], backend_options=backend[1])
+        except BaseException as exc:  # reported below, in the test's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)  # daemon: a hung loop must not block the exit
+    thread.start()
+    thread.join(HANG)
+    assert not thread.is_alive(), "the cooperative call never returned"
+    assert "error" not in outcome, outcome
+    assert outcome["caught"]
+    if outcome["cleanup"] == "ran":
+        assert_grad(w, 2.0)
+    else:
+        assert outcome["cleanup"] is outcome["cancelled"] and w.grad is None
 
 
 def unawaited_agrad_coroutines() -> list[Any]:
