@@ -135,6 +135,8 @@ class _Cooperative:
         _cooperating.running += 1
         try:
             request = switch(arg)
+        except StopIteration as exc:  # fn's own: not the end of the steps
+            raise RuntimeError("agrad.cooperative: fn raised StopIteration") from exc
         finally:
             _cooperating.running -= 1
             _cooperating.local.job = None
@@ -184,7 +186,12 @@ class _Cooperative:
 
     def wait_for(self, aw: Awaitable[T]) -> T:
         """Have the caller await ``aw`` (in ``fn``'s context) and return its result."""
-        return self._ask(aw)  # type: ignore[no-any-return]
+        try:
+            return self._ask(aw)  # type: ignore[no-any-return]
+        finally:
+            close = getattr(aw, "close", None)
+            if close is not None:
+                close()
 
 
 def _forward_work(op: Any, arrays: list[Any]) -> int:

@@ -236,6 +236,14 @@ class Turns:
             self._request = None
             self.advance(exc)
         while self._state is not _DONE:
+            if self._state is _CALLER:  # its cleanup asks for its caller again: cancelled too
+                request, self._request = self._request, None
+                close = getattr(request, "close", None)
+                if close is not None:
+                    close()
+                self._state = _PARKED
+                self.advance(exc)
+                continue
             await self._waiter.wait(True)
         self._failure = None
 
