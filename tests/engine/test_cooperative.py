@@ -39,6 +39,7 @@ import pytest
 import agrad
 from agrad._engine import _cooperating, _cooperative, _cpu_worker, _graph_task
 from agrad._engine._options import current_options
+from agrad._engine._pool import current_pool
 from agrad._ops._registry import REGISTRY
 from agrad.autograd.graph import engine_options
 from agrad.utils.checkpoint import checkpoint
@@ -690,6 +691,80 @@ async def test_cancelling_during_an_offloaded_kernel_waits_for_it(
     await assert_still_usable()
 
 
+async def test_cancelling_calls_waiting_for_kernel_slots(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Eight calls, each one offloaded kernel, held until the test lets them go:
+    # n kernels run, n more are queued and the other calls wait in line for a
+    # slot (Note [Kernel slots]).  Cancelling a call whose kernel runs and
+    # n + 1 calls whose kernels have not started (so at least one in line)
+    # stops those; the others get their slots and finish, and the pool ends idle.
+    threads = agrad.get_num_interop_threads()
+    n = 2 * threads + 4
+    started: list[float] = []
+    release = threading.Event()
+    op = REGISTRY["exp"]
+    forward = op.forward
+
+    def held(xp: Any, *arrays: Any, **attrs: Any) -> Any:
+        started.append(float(arrays[0][0]))
+        release.wait(WAIT)
+        return forward(xp, *arrays, **attrs)
+
+    monkeypatch.setattr(op, "forward", held)
+    scopes: dict[int, anyio.CancelScope] = {}
+    results: dict[int, Any] = {}
+    finished: set[int] = set()
+
+    def fn(i: int) -> list[float]:
+        try:
+            return agrad.full((3,), float(i), dtype=agrad.float64).exp().tolist()
+        finally:
+            finished.add(i)
+
+    async def call(i: int) -> None:
+        with anyio.CancelScope() as scope:
+            scopes[i] = scope
+            results[i] = await agrad.cooperative(fn, i)
+        if scope.cancelled_caught:
+            results[i] = "cancelled"
+
+    with engine_options(offload="always"):
+        async with anyio.create_task_group() as tg:
+            for i in range(n):
+                tg.start_soon(call, i)
+            with anyio.fail_after(WAIT):
+                while len(started) < threads or len(scopes) < n:  # noqa: ASYNC110  (the kernels' threads append)
+                    await anyio.sleep(0.001)
+            for _ in range(10):
+                await anyio.lowlevel.checkpoint()
+            assert len(started) == threads  # the others are queued or in line
+            not_started = [i for i in range(n) if float(i) not in started]
+            cancelled = {int(started[0]), *not_started[:threads + 1]}
+            for i in cancelled:
+                scopes[i].cancel()
+            for _ in range(10):
+                await anyio.lowlevel.checkpoint()
+            release.set()
+
+    assert {i for i, r in results.items() if r == "cancelled"} == cancelled
+    for i in set(range(n)) - cancelled:
+        assert results[i] == [float(np.exp(float(i)))] * 3
+    assert finished == set(range(n))
+    assert len(started) < n  # a call cancelled in line never ran its kernel
+    pool = current_pool()
+    assert pool.running == 0 and not pool._queue and not pool._waiting
+    monkeypatch.setattr(op, "forward", forward)
+    await assert_still_usable()
+
+
+async def test_a_call_cancelled_before_it_starts_never_runs_fn() -> None:
+    ran: list[bool] = []
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await agrad.cooperative(ran.append, True)
+    assert scope.cancelled_caught and ran == []
+    await assert_still_usable()
+
+
 # -- 7. the caller's context --------------------------------------------------------------------
 
 _who: contextvars.ContextVar[str] = contextvars.ContextVar("test_cooperative_who", default="nobody")
@@ -734,10 +809,12 @@ async def test_what_fn_changes_in_its_context_does_not_leak_to_the_caller() -> N
 # -- 8. many calls on one loop ------------------------------------------------------------------
 
 
-async def test_many_cooperative_calls_and_backwards_on_one_loop() -> None:
+@pytest.mark.parametrize("offload", ["auto", "always"])
+async def test_many_cooperative_calls_and_backwards_on_one_loop(offload: str) -> None:
     # 16 calls (each a forward spanning several slices and a blocking backward
     # into the shared leaf w) and 4 awaited backwards into w, all in flight:
-    # every result right, and w.grad their exact sum.
+    # every result right, and w.grad their exact sum.  With "always" every op
+    # and node waits in line for one of the pool's few kernel slots.
     n_calls, n_backwards = 16, 4
     w = agrad.zeros(3, dtype=agrad.float64, requires_grad=True)
     log: list[int] = []
@@ -759,7 +836,7 @@ async def test_many_cooperative_calls_and_backwards_on_one_loop() -> None:
     chains = [chain(backward_log, f"b{j}", 2 * SLICE_TICKS) for j in range(n_backwards)]
     plain_losses = [(w * 100.0 * (j + 1)).sum() for j in range(n_backwards)]
 
-    with engine_options(time_slice=SLICE):
+    with engine_options(time_slice=SLICE, offload=offload):  # type: ignore[arg-type]
         async with anyio.create_task_group() as tg:
             for i in range(1, n_calls + 1):
                 tg.start_soon(call, i)
