@@ -323,6 +323,12 @@ async def test_big_kernels_run_in_the_kernel_pool(offload: str, exp_threads: lis
         assert (g.numpy() == e.numpy()).all()
 
 
+async def test_no_kernel_threads_with_multithreading_disabled(exp_threads: list[int]) -> None:
+    with agrad.autograd.set_multithreading_enabled(False), engine_options(offload="always"):
+        await agrad.cooperative(exps, agrad.ones(2), agrad.ones(3))
+    assert exp_threads == [threading.get_ident()] * 4
+
+
 async def test_an_offloaded_kernels_error_is_pytorchs() -> None:
     with engine_options(offload="always"), pytest.raises(RuntimeError, match=r"^mat1 and mat2 shapes cannot be"):
         await agrad.cooperative(lambda: agrad.ones(2, 3) @ agrad.ones(4, 5))
@@ -465,6 +471,7 @@ async def assert_still_usable() -> None:
     assert_grad(x, 4.0)
     assert (await agrad.cooperative(lambda: agrad.ones(2) * 3.0)).tolist() == [3.0, 3.0]
     assert worker_is_idle()
+    assert _cooperating.running == 0  # no greenlet left switched in
 
 
 class Recorder:
@@ -753,6 +760,36 @@ async def test_cancelling_calls_waiting_for_kernel_slots(monkeypatch: pytest.Mon
     pool = current_pool()
     assert pool.running == 0 and not pool._queue and not pool._waiting
     monkeypatch.setattr(op, "forward", forward)
+    await assert_still_usable()
+
+
+async def test_fn_that_swallows_the_cancellation_still_cancels_its_caller() -> None:
+    # fn catches the cancellation at a pause and returns: its caller was
+    # cancelled all the same, and hears of it (its result is dropped).
+    log: list[int] = []
+    caught: list[type[BaseException]] = []
+
+    def fn() -> str:
+        try:
+            counted_ops(log, 100 * SLICE_TICKS)(agrad.zeros(2))
+        except BaseException as exc:
+            caught.append(type(exc))
+            agrad.ones(2) * 2.0  # ops after it still run
+            return "swallowed"
+        return "unreachable"
+
+    with anyio.CancelScope() as scope:
+        async def canceller() -> None:
+            while len(log) < SLICE_TICKS:  # noqa: ASYNC110  (counts ops of the call, not a time)
+                await anyio.lowlevel.checkpoint()
+            scope.cancel()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(canceller)
+            with engine_options(time_slice=SLICE, offload="never"):
+                await agrad.cooperative(fn)
+            pytest.fail("the caller was not cancelled")
+    assert scope.cancelled_caught and caught == [anyio.get_cancelled_exc_class()]
     await assert_still_usable()
 
 
