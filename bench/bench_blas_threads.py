@@ -62,15 +62,22 @@ def _load() -> str:
 
 @contextlib.contextmanager
 def _hogs(n: int) -> Iterator[None]:
-    """``n`` busy processes for the duration of the block (each ends after HOG_SECONDS anyway)."""
-    procs = [subprocess.Popen(["timeout", str(HOG_SECONDS), sys.executable, "-c", "while True: pass"])
+    """``n`` busy processes for the duration of the block (each ends after HOG_SECONDS anyway).
+
+    Each is ``timeout`` running the hog: SIGTERM to ``timeout`` reaches the hog
+    too (SIGKILL would orphan it, unbounded), and ``timeout`` still ends it if
+    this process dies first.  The hogs' output goes nowhere, so they never hold
+    a pipe of ours open.
+    """
+    procs = [subprocess.Popen(["timeout", str(HOG_SECONDS), sys.executable, "-c", "while True: pass"],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
              for _ in range(n)]
     try:
         time.sleep(1.0)  # the hogs are running and have been scheduled
         yield
     finally:
         for p in procs:
-            p.kill()
+            p.terminate()
             p.wait()
 
 
