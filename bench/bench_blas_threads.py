@@ -7,10 +7,12 @@ default) and at ``--threads`` (default: the usable cores, OpenBLAS's own
 default):
 
 * **small, loaded**: ``(1,784) @ (784,1024)``, one layer of issue 15's MLP at
-  batch 1, called once a millisecond (as a server calls it, between other
-  work; back to back, the calls would fit in one scheduler slice and hide
-  the stalls in the tail), while ``--hogs`` busy processes (default: the usable cores) compete
-  for the cores, as a server's other work or other tenants do.  Each hog is a
+  batch 1, called once a millisecond for 5 s per block, while ``--hogs`` busy
+  processes (default: the usable cores) compete for the cores, as a server's
+  other work or other tenants do.  Once a millisecond, as a server calls it
+  between other work: back to back, a block of calls fits in one scheduler
+  slice and hides the stalls in the tail.  Long blocks, because where the
+  scheduler puts the threads changes over seconds.  Each hog is a
   ``timeout``-bounded ``while True: pass``, started for this measurement and
   stopped right after it.
 * **small, as is**: the same, on the machine as it is.
@@ -20,11 +22,10 @@ default):
 Blocks alternate 1, n, n, 1 threads (per-block medians printed, and each
 count's 90th percentile); each block stops after its sample count or its
 time bound, whichever comes first.  The load average is printed before and
-after each measurement.  Nothing here
-asserts on timings.
+after each measurement.  Nothing here asserts on timings.
 
-Run ``python bench/bench_blas_threads.py`` (one to several minutes, with the
-load), ``--quick`` for a smoke run, ``--only big`` for one measurement.
+Run ``python bench/bench_blas_threads.py`` (about a minute), ``--quick`` for a
+smoke run, ``--only big`` for one measurement.
 """
 
 from __future__ import annotations
@@ -132,9 +133,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs: dict[str, Run] = {
         # title, sample, condition, samples per block, seconds per block, gap between samples
         "small-loaded": (f"(1,784) @ (784,1024) float32 every 1 ms, {args.hogs} busy processes running", small,
-                         lambda: _hogs(args.hogs), 30 if args.quick else 300, 1.0 if args.quick else 6.0, 0.001),
+                         lambda: _hogs(args.hogs), 30 if args.quick else 3000, 1.0 if args.quick else 5.0, 0.001),
         "small": ("(1,784) @ (784,1024) float32 every 1 ms, machine as is", small,
-                  contextlib.nullcontext, 30 if args.quick else 300, 1.0 if args.quick else 6.0, 0.001),
+                  contextlib.nullcontext, 30 if args.quick else 3000, 1.0 if args.quick else 5.0, 0.001),
         "big": ("(2048,2048) @ (2048,2048) float32, machine as is", big,
                 contextlib.nullcontext, 2 if args.quick else 5, 2.0 if args.quick else 10.0, 0.0),
     }
