@@ -23,12 +23,12 @@ __all__ = ["apply_default", "get_num_threads", "set_num_threads", "USER_VARIABLE
 # parallelism is inter-op: the engine's kernel pool runs independent kernels
 # at once (``get_num_interop_threads()``, default: the usable CPUs), as
 # PyTorch's inter-op pool does.  BLAS's own threads on top of that would put
-# CPUs x BLAS-threads runnable threads on CPUs cores; OpenBLAS's helper
-# threads then wait for a core at every call, and a small product pays for
-# it: ``(1,784) @ (784,1024)`` took 56 ms median with 2 OpenBLAS threads on a
-# loaded 2-core machine against 0.086 ms with 1 (issue 15; figures for this
-# code in docs/performance.md, "BLAS threads").  PyTorch does not thread a
-# product that small either.
+# CPUs x BLAS-threads runnable threads on CPUs cores.  OpenBLAS hands even a
+# small call to its helper threads and waits until each has run, so when the
+# cores are busy every call waits for the scheduler: ``(1,784) @ (784,1024)``
+# took 56 ms median with 2 OpenBLAS threads on a loaded 2-core machine against
+# 0.086 ms with 1 (issue 15; figures for this code in docs/performance.md,
+# "BLAS threads").  PyTorch does not thread a product that small either.
 #
 # The limit is set once, at import, for the whole process, never per kernel:
 # OpenBLAS (pthreads layer, numpy's wheels) has one thread pool per process
@@ -78,6 +78,7 @@ def _release_control() -> None:
 
 
 def _set_blas_threads(n: int) -> None:
+    """Size every BLAS library's pool to ``n``, from whichever thread calls."""
     global _requested
     with _lock:
         _release_control()  # a thread that took control and did not release it must not swallow this change
