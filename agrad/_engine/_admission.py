@@ -1,20 +1,21 @@
-"""Admission: a bound on the backwards and cooperative calls in flight per event loop.
+"""Admission: a bound on the cooperative calls in flight per event loop.
 
 Note [Admission]
 ~~~~~~~~~~~~~~~~
-A burst of requests must not exhaust memory: each awaited backward holds its
-graph's saved tensors and buffers until it ends, and each cooperative call
-(``agrad.cooperative``) the activations of its forward.  So at most
-``get_admission_limit()`` top-level jobs (awaited backwards and grads,
-cooperative calls) run at once on each event loop; the next one waits, first
-come first served, until one ends: backpressure that waits, never fails.  A
-job started *inside* a running one (a reentrant backward, a backward inside a
-cooperative call, a spilled task) is part of it and never waits, or a full
-loop would deadlock on itself.  Admission costs nothing in throughput as long
-as the limit is above what the CPU worker and kernel pool can run at once
-(they interleave jobs; they do not run more of them in parallel), and one
-loop pass per waiting job when it is admitted.  Blocking twins are not
-counted: they run in their caller's thread.
+A burst of requests must not exhaust memory.  What a request's gradient costs
+is mostly its forward's: the activations it saves for the backward.  So at
+most ``get_admission_limit()`` cooperative calls (``agrad.cooperative``, which
+run a forward and its backward) run at once on each event loop; the next one
+waits, first come first served, until one ends: backpressure that waits,
+never fails, before the call allocates anything.  A call started inside a
+running one (from a custom Function's ``async def backward`` of a backward it
+runs) is part of it and never waits, or a full loop would deadlock on itself.
+Awaited backwards are not held back: their graph, and its memory, exists
+already, and holding them would only keep it alive longer (and would deadlock
+backwards that wait for one another).  Admission costs nothing in throughput
+as long as the limit is above what the CPU worker and kernel pool can run at
+once (they interleave calls; they do not run more of them in parallel), and
+one loop pass per call that waited.
 """
 
 from __future__ import annotations
@@ -36,16 +37,16 @@ _inside: ContextVar[bool] = ContextVar("agrad_inside_job", default=False)
 
 
 def get_admission_limit() -> int:
-    """How many awaited backwards and cooperative calls may run at once per event loop."""
+    """How many ``agrad.cooperative`` calls may run at once per event loop."""
     return _limit
 
 
 def set_admission_limit(limit: int) -> None:
-    """Bound the awaited backwards, grads and ``agrad.cooperative`` calls running at
-    once on each event loop (agrad only; default 16; see Note [Admission] in
+    """Bound the ``agrad.cooperative`` calls running at once on each event loop
+    (agrad only; default 16; see Note [Admission] in
     ``agrad/_engine/_admission.py``).  Callers beyond the bound wait, first come
-    first served; nested ones (a backward inside a running one) never wait.
-    May be called at any time: a lower bound applies as jobs end."""
+    first served; calls nested in a running one never wait.  May be called at
+    any time: a lower bound applies as calls end."""
     global _limit
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValueError(f"admission limit must be a positive int, got {limit!r}")

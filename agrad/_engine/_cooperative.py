@@ -44,7 +44,7 @@ from agrad._engine import _cooperating, _traps
 from agrad._engine._admission import admitted, mark_inside
 from agrad._engine._cpu_worker import DONE, Budget, cpu_worker, serve
 from agrad._engine._graph_task import DRAIN, SLICE_SPENT, WAIT, Offload, _nothing
-from agrad._engine._options import current_options
+from agrad._engine._options import current_options, offload_thresholds
 
 __all__ = ["cooperative"]
 
@@ -80,14 +80,12 @@ async def cooperative(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """
     await _traps.checkpoint()
     options = current_options()
-    threshold = None
-    if options.offload != "never":
-        threshold = 0 if options.offload == "always" else options.offload_threshold
+    thresholds = offload_thresholds(options)
     async with admitted():  # Note [Admission]
         worker = cpu_worker()
         context = contextvars.copy_context()
         context.run(mark_inside)  # its backwards are part of it
-        job = _Cooperative(fn, args, kwargs, context, worker.budget, threshold)
+        job = _Cooperative(fn, args, kwargs, context, worker.budget, thresholds)
         turns = worker.submit_steps(job, job, context, options.time_slice)
         await serve(turns, DONE)
         return turns.result()  # type: ignore[no-any-return]
@@ -105,10 +103,10 @@ class _Cooperative:
     """One cooperative call: a job of the CPU worker whose steps are a greenlet's switches."""
 
     __slots__ = ("reentrant_depth", "_outstanding", "_slot_granted", "_in_line", "_wake", "_glet", "_budget",
-                 "_threshold", "_getcurrent")
+                 "_thresholds", "_getcurrent")
 
     def __init__(self, fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any],
-                 context: contextvars.Context, budget: Budget, threshold: int | None) -> None:
+                 context: contextvars.Context, budget: Budget, thresholds: tuple[int, int] | None) -> None:
         greenlet = _greenlet()
         self.reentrant_depth = 0
         self._outstanding = 0  # kernels in threads (Note [Kernel slots])
@@ -116,7 +114,7 @@ class _Cooperative:
         self._in_line = False
         self._wake: Callable[[], None] = _nothing  # set by the worker
         self._budget = budget
-        self._threshold = threshold
+        self._thresholds = thresholds
         self._getcurrent = greenlet.getcurrent
         self._glet = greenlet.greenlet(lambda _first_send: fn(*args, **kwargs))
         self._glet.gr_context = context
@@ -154,8 +152,8 @@ class _Cooperative:
         in a kernel thread if it is big (Note [Cooperative calls])."""
         if _clock() >= self._budget.deadline:
             self._ask(SLICE_SPENT)
-        threshold = self._threshold
-        if threshold is not None and _forward_work(op, arrays) >= threshold:
+        thresholds = self._thresholds
+        if thresholds is not None and _forward_work(op, arrays) >= thresholds[self._budget.busy]:
             return self._offload(lambda: op.forward(np, *arrays, **attrs))
         return op.forward(np, *arrays, **attrs)
 
@@ -195,9 +193,10 @@ class _Cooperative:
 
 
 def _forward_work(op: Any, arrays: list[Any]) -> int:
-    """A forward kernel's work in Note [Offload threshold]'s elements: the
-    arrays it reads, or for a matrix product a sixth more than its
-    multiply-adds (``_product_work``'s measure), from the shapes alone."""
+    """A forward kernel's work in Note [Offload threshold]'s elements, from the
+    shapes alone: the elements it reads, or for a matrix product its
+    multiply-adds as ``_product_work`` counts them, if that is more."""
+    touched = sum(a.size for a in arrays)
     if op.work is not None and len(arrays) == 2 and arrays[1].ndim:
-        return arrays[0].size * arrays[1].shape[-1] // 48  # type: ignore[no-any-return]
-    return sum(a.size for a in arrays)
+        return max(touched, arrays[0].size * arrays[1].shape[-1] // 48)  # type: ignore[no-any-return]
+    return touched  # type: ignore[no-any-return]

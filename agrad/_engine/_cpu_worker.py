@@ -46,7 +46,6 @@ from typing import Any, NamedTuple, Protocol
 import anyio.lowlevel
 
 from agrad._engine import _device_workers, _traps
-from agrad._engine._admission import mark_inside
 from agrad._engine._graph_task import SLICE_SPENT, DeviceIdle, DeviceJob, GraphTask, Offload, WaitKernels, _nothing
 from agrad._engine._options import EngineOptions
 from agrad._engine._pool import KernelPool, current_pool
@@ -93,12 +92,14 @@ class _StepsIn(NamedTuple):
 
 
 class Budget:
-    """The worker's time slice: graph tasks yield once the clock passes ``deadline``."""
+    """The worker's time slice: graph tasks yield once the clock passes
+    ``deadline``; ``busy`` while other jobs wait in line (Note [Offloading when busy])."""
 
-    __slots__ = ("deadline",)
+    __slots__ = ("deadline", "busy")
 
     def __init__(self) -> None:
         self.deadline = 0.0
+        self.busy = False
 
 
 class Turns:
@@ -265,7 +266,6 @@ class CpuWorker:
         """Put ``task`` in line, to run in a copy of this context; its caller then
         waits for its turns (:func:`serve`)."""
         context = contextvars.copy_context()
-        context.run(mark_inside)  # backwards it starts are part of it (Note [Admission])
         steps = task.run(options, self.budget)
         # Each step in the task's context: C-level partials, no Python frame per step.
         return self.submit_steps(task, _StepsIn(partial(context.run, steps.send), partial(context.run, steps.throw)),
@@ -308,6 +308,7 @@ class CpuWorker:
                     if not pass_end:
                         pass_end = now + turns.time_slice
                     budget.deadline = min(pass_end, now + turns.time_slice)
+                    budget.busy = bool(line)
                     turns.advance()
                     if _clock() >= pass_end:
                         break

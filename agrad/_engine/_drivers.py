@@ -21,7 +21,6 @@ from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
 from agrad._engine import _cooperating, _device_workers, _traps
-from agrad._engine._admission import admitted
 from agrad._engine._cpu_worker import cpu_worker, serve
 from agrad._engine._graph_task import FINISH, DeviceIdle, DeviceJob, GraphTask
 from agrad._engine._interrupts import cancel_on_interrupt, deferred_interrupts
@@ -81,10 +80,9 @@ async def execute(task: GraphTask) -> None:
 
 
 async def _execute(task: GraphTask) -> None:
-    async with admitted():  # Note [Admission]
-        turns = cpu_worker().submit(task, current_options())
-        await serve(turns, FINISH)
-        turns.finish()  # Note [The caller commits]
+    turns = cpu_worker().submit(task, current_options())
+    await serve(turns, FINISH)
+    turns.finish()  # Note [The caller commits]
 
 
 def execute_sync(task: GraphTask) -> None:

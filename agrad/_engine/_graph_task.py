@@ -35,7 +35,7 @@ from agrad._backends import device_of, on, writeable
 from agrad._device import CPU
 from agrad._dtype import SCALAR_TYPE_NAMES
 from agrad._engine._interrupts import deferred_interrupts
-from agrad._engine._options import EngineOptions
+from agrad._engine._options import EngineOptions, offload_thresholds
 
 if TYPE_CHECKING:
     from agrad._engine._cpu_worker import Budget
@@ -476,16 +476,29 @@ class GraphTask:
     # smaller products and elementwise ops under ~1M elements on the loop,
     # whose own slices stay short.  A node class can pin either way
     # (``Node.offload``), and ``engine_options`` changes the threshold.
+    # Note [Offloading when busy]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # The threshold above is for a loop with nothing else to do: a kernel run
+    # inline then costs nobody anything, and a round trip to a thread only adds
+    # latency.  A loop serving many requests is never idle: every kernel it runs
+    # inline is time its other jobs and coroutines (parsing the next request,
+    # answering a health check) wait, while the kernel pool's threads, on the
+    # other cores, may have nothing to do.  So while other jobs wait in the CPU
+    # worker's line (``Budget.busy``, set by the worker before each turn),
+    # kernels from ``busy_offload_threshold`` elements (default 2**18, some
+    # 50-100 µs of work) go to the pool too; the loop keeps the bookkeeping.
+    # Cooperative calls decide their forward kernels the same way.
     def _execute(self, options: EngineOptions | None, budget: Budget | None) -> Generator[Any, Any, None]:
         ready = self.ready
         inbox = self._inbox
         keep_graph = self.keep_graph
         anomaly = anomaly_enabled.get()
         check_nan = anomaly and anomaly_check_nan.get()
-        # Offload nodes whose _work reaches ``threshold`` (None: never); see Note [Offload threshold].
-        threshold = None
-        if options is not None and options.offload != "never":
-            threshold = 0 if options.offload == "always" else options.offload_threshold
+        # Offload nodes whose _work reaches ``threshold``, or ``busy_threshold`` while the
+        # worker is busy (None: never); see Notes [Offload threshold], [Offloading when busy].
+        threshold = busy_threshold = None
+        if options is not None and (thresholds := offload_thresholds(options)) is not None:
+            threshold, busy_threshold = thresholds
         parked: Offload | None = None  # a kernel waiting for a slot
         while True:
             if inbox:
@@ -522,8 +535,9 @@ class GraphTask:
                         if dev is not CPU:
                             yield self._device_job(node, inputs, check_nan, dev)
                             continue
-                    if threshold is not None and (node._work >= threshold if node.offload is None
-                                                  else node.offload):
+                    if threshold is not None and (
+                            node._work >= (busy_threshold if budget.busy else threshold)  # type: ignore[union-attr]
+                            if node.offload is None else node.offload):
                         job = Offload(self._job(node, inputs, check_nan, CPU))
                         if not (yield job):
                             parked = job

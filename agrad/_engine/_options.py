@@ -22,7 +22,7 @@ from typing import Literal
 
 from agrad._grad_mode import F, _GradModeContext
 
-__all__ = ["EngineOptions", "engine_options", "current_options", "get_num_interop_threads",
+__all__ = ["EngineOptions", "engine_options", "current_options", "offload_thresholds", "get_num_interop_threads",
            "set_num_interop_threads", "set_multithreading_enabled", "is_multithreading_enabled"]
 
 Offload = Literal["auto", "always", "never"]
@@ -38,12 +38,24 @@ class EngineOptions:
     # See Note [Offload threshold].
     offload: Offload = "auto"
     offload_threshold: int = 1 << 21
+    # See Note [Offloading when busy].
+    busy_offload_threshold: int = 1 << 18
     # See Note [Reentrant depth]; PyTorch's engine uses the same default (MAX_DEPTH).
     max_recursion_depth: int = 60
 
 
 _options: ContextVar[EngineOptions] = ContextVar(
     "agrad_engine_options", default=EngineOptions())  # noqa: B039  (frozen: immutable)
+
+
+def offload_thresholds(options: EngineOptions) -> tuple[int, int] | None:
+    """``(threshold, when busy)`` of work from which a kernel runs in a thread, or
+    None if none may (Notes [Offload threshold], [Offloading when busy])."""
+    if options.offload == "never":
+        return None
+    if options.offload == "always":
+        return 0, 0
+    return options.offload_threshold, min(options.offload_threshold, options.busy_offload_threshold)
 
 
 def current_options() -> EngineOptions:
@@ -111,7 +123,7 @@ class set_multithreading_enabled(_GradModeContext):
 
 @contextmanager
 def engine_options(*, time_slice: float | None = None, offload: Offload | None = None,
-                   offload_threshold: int | None = None,
+                   offload_threshold: int | None = None, busy_offload_threshold: int | None = None,
                    max_recursion_depth: int | None = None) -> Iterator[EngineOptions]:
     """Set how backwards started inside the block are scheduled (agrad only).
 
@@ -127,6 +139,10 @@ def engine_options(*, time_slice: float | None = None, offload: Offload | None =
             ``offload`` attribute).  The blocking twins always run inline.
         offload_threshold: elements (gradients plus saved tensors) from which
             ``"auto"`` offloads a node (default 2097152).
+        busy_offload_threshold: the same while other backwards or cooperative
+            calls wait for the loop's CPU worker (default 262144): the loop is
+            busy, so kernels it can hand to another core go there (Note
+            [Offloading when busy]).
         max_recursion_depth: how many reentrant backwards (a backward started
             inside a node's backward) nest on one stack before the next one
             runs on a fresh stack: a new task when awaited, a new thread when
@@ -153,10 +169,11 @@ def engine_options(*, time_slice: float | None = None, offload: Offload | None =
         if offload not in _OFFLOAD_MODES:
             raise ValueError(f"offload must be one of {', '.join(map(repr, _OFFLOAD_MODES))}, got {offload!r}")
         changes["offload"] = offload
-    if offload_threshold is not None:
-        if isinstance(offload_threshold, bool) or not isinstance(offload_threshold, int) or offload_threshold < 0:
-            raise ValueError(f"offload_threshold must be a non-negative int, got {offload_threshold!r}")
-        changes["offload_threshold"] = offload_threshold
+    for name, value in (("offload_threshold", offload_threshold), ("busy_offload_threshold", busy_offload_threshold)):
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+            changes[name] = value
     if max_recursion_depth is not None:
         if isinstance(max_recursion_depth, bool) or not isinstance(max_recursion_depth, int) \
                 or max_recursion_depth < 1:

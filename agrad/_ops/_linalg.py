@@ -64,12 +64,14 @@ def _product_work(tensors: Any, result: Tensor) -> int:
 
     Two products of ``k`` multiply-adds per output element (``k`` the
     contracted size).  BLAS runs about sixteen of them in the time an
-    elementwise kernel touches one element, and it already runs on every core,
-    so a product gains no parallelism in a thread, only frees the loop: it
-    counts a sixth as much again, offloaded only from about two milliseconds
-    (a 512x512x512 product's backward is, a 64x1024x1024 one's is not).
+    elementwise kernel touches one element, so it counts a sixth as much
+    again, offloaded by default from about two milliseconds (a 512x512x512
+    product's backward is, a 64x1024x1024 one's is not).  A thin product
+    (``(1, k) @ (k, n)``) is memory-bound instead: it counts at least the
+    elements it touches, which it must read.
     """
-    return result._data.size * tensors[0]._data.shape[-1] // 48
+    touched = result._data.size + sum(t._data.size for t in tensors)
+    return max(touched, result._data.size * tensors[0]._data.shape[-1] // 48)
 
 
 def _matmul_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:

@@ -1,4 +1,4 @@
-"""Note [Admission]: a bound on the awaited backwards and cooperative calls per loop."""
+"""Note [Admission]: a bound on the cooperative calls in flight per loop."""
 
 from __future__ import annotations
 
