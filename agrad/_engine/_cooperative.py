@@ -194,9 +194,12 @@ class _Cooperative:
 
 def _forward_work(op: Any, arrays: list[Any]) -> int:
     """A forward kernel's work in Note [Offload threshold]'s elements, from the
-    shapes alone: the elements it reads, or for a matrix product its
-    multiply-adds as ``_product_work`` counts them, if that is more."""
+    shapes alone: the elements it reads, or for a matrix product what
+    ``_product_work`` counts (its multiply-adds, and an eighth of the
+    elements); none for a view."""
+    if op.view:  # a view costs no kernel
+        return 0
     touched = sum(a.size for a in arrays)
     if op.work is not None and len(arrays) == 2 and arrays[1].ndim:
-        return max(touched, arrays[0].size * arrays[1].shape[-1] // 48)  # type: ignore[no-any-return]
+        return arrays[0].size * arrays[1].shape[-1] // 48 + touched // 8  # type: ignore[no-any-return]
     return touched  # type: ignore[no-any-return]
