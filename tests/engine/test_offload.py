@@ -24,6 +24,8 @@ import pytest
 import uvloop
 
 import agrad
+from agrad._engine._graph_task import GraphTask
+from agrad._engine._options import EngineOptions
 from agrad._engine._pool import KernelPool, current_pool
 from agrad.autograd.graph import engine_options
 from tests.engine._models import WAIT, pool_is_idle
@@ -99,13 +101,17 @@ def test_an_async_backward_cannot_be_pinned_to_a_thread() -> None:
 
 
 async def test_built_in_nodes_estimate_their_work() -> None:
-    # Elementwise: gradient plus saved tensors; matrix products: FLOPs (Note [Offload threshold]).
+    # Elementwise: gradient plus saved tensors; matrix products: FLOPs plus an eighth of the
+    # elements they touch (Note [Offload threshold], _product_work).
     x = agrad.ones(1000, requires_grad=True)
     assert (x * 2.0).grad_fn._work == 1000 + 1  # the gradient, the saved constant
     assert x.exp().grad_fn._work == 2000  # the gradient, the saved output
     assert (x + 1.0).grad_fn._work == 1000  # nothing saved
     w = agrad.ones(512, 512, requires_grad=True)
-    assert (w @ w).grad_fn._work == 512 * 512 * 512 // 48
+    assert (w @ w).grad_fn._work == 512 * 512 * 512 // 48 + 3 * 512 * 512 // 8
+    v = agrad.ones(1, 1024, requires_grad=True)
+    m = agrad.ones(1024, 1024)
+    assert (v @ m).grad_fn._work == 1024 * 1024 // 48 + (1024 * 1024 + 2 * 1024) // 8  # a thin product
     with engine_options() as options:
         assert (w @ w).grad_fn._work >= options.offload_threshold > x.exp().grad_fn._work
 
@@ -450,3 +456,34 @@ def test_a_closed_loop_that_offloaded_is_garbage() -> None:
         asyncio.run(main())
     gc.collect()
     assert [r() for r in loops] == [None] * 3
+
+
+# -- Note [Offloading when busy] ---------------------------------------------------------------------------
+async def test_mid_size_kernels_go_to_threads_only_while_the_worker_is_busy(monkeypatch: pytest.MonkeyPatch) -> None:
+    offloaded: list[str] = []
+    job = GraphTask._job
+
+    def recording_job(self: GraphTask, node: Any, *args: Any) -> Any:
+        offloaded.append(node.name())
+        return job(self, node, *args)
+
+    monkeypatch.setattr(GraphTask, "_job", recording_job)
+    xs = [agrad.ones(200_000, requires_grad=True) for _ in range(3)]
+    options = EngineOptions()
+    assert options.busy_offload_threshold < xs[0].exp().grad_fn._work < options.offload_threshold
+
+    await xs[0].exp().sum().backward()  # alone: the loop has nothing else to do
+    assert offloaded == []
+    async with anyio.create_task_group() as tg:  # three in line: the worker is busy
+        for x in xs:
+            tg.start_soon(x.exp().sum().backward)
+    assert "ExpBackward0" in offloaded
+    for x in xs:
+        np.testing.assert_allclose(x.grad.numpy(), np.e * (1 + (x is xs[0])))
+
+    offloaded.clear()
+    with engine_options(busy_offload_threshold=1 << 30):  # a threshold above the node: inline
+        async with anyio.create_task_group() as tg:
+            for x in xs:
+                tg.start_soon(x.exp().sum().backward)
+    assert offloaded == []
