@@ -17,9 +17,8 @@ checks their answers:
   ``softmax(logits)`` over the request's batch, answer the adapted logits
   (batch, 10) float32.  The shared weights are never touched.
 
-For agrad the computation is written as a *flow* (a generator that yields
-each gradient it needs, see Note [One flow, two drivers]) so the blocking
-twin and the awaited form share every line of model code.
+For agrad each computation is one synchronous function; the awaited form
+runs it with ``agrad.cooperative``, so both share every line of model code.
 
 PyTorch is imported lazily: the agrad functions work without it.
 """
@@ -27,9 +26,7 @@ PyTorch is imported lazily: the agrad functions work without it.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Generator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -85,30 +82,18 @@ def _features_agrad(x: agrad.Tensor) -> agrad.Tensor:
     return x
 
 
-@dataclass(frozen=True)
-class GradRequest:
-    """What a flow asks its driver for: ``agrad.autograd.grad(outputs, inputs)``."""
-
-    outputs: agrad.Tensor
-    inputs: tuple[agrad.Tensor, ...]
+# Each computation is plain PyTorch-style code, written once: the blocking
+# backend calls it in a thread, the awaited backend hands it to
+# agrad.cooperative, which runs it on the loop in time slices (its grad_sync
+# becomes an awaited backward), so the handler never blocks the loop.
 
 
-Flow = Generator[GradRequest, tuple[agrad.Tensor, ...], np.ndarray]
-
-# Note [One flow, two drivers]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# Each agrad computation is a generator: ordinary forward code that yields a
-# GradRequest where it needs gradients and receives them back (httpx's
-# auth_flow pattern).  `_drive_sync` answers with `grad_sync` (the blocking
-# twin, also what `agrad.cooperative` runs); `_drive_awaited` answers with
-# `await agrad.autograd.grad`.  The model code exists once.
-
-
-def _saliency_flow(x: np.ndarray) -> Flow:
+def saliency_agrad_sync(x: np.ndarray) -> np.ndarray:
+    """Saliency with agrad: (batch, 784) float32 -> (batch, 784) float32."""
     xt = agrad.from_numpy(x).requires_grad_()
     w_out, b_out = _agrad_weights()[-1]
     top = F.linear(_features_agrad(xt), w_out, b_out).max(dim=1).values.sum()
-    (gx,) = yield GradRequest(top, (xt,))
+    (gx,) = agrad.autograd.grad_sync(top, xt)
     return gx.numpy()
 
 
@@ -117,68 +102,27 @@ def _mean_entropy_agrad(logits: agrad.Tensor) -> agrad.Tensor:
     return -(log_p.exp() * log_p).sum(dim=1).mean()
 
 
-def _tta_flow(x: np.ndarray) -> Flow:
+def tta_agrad_sync(x: np.ndarray) -> np.ndarray:
+    """Test-time adaptation with agrad: (batch, 784) float32 -> adapted logits (batch, 10)."""
     w_shared, b_shared = _agrad_weights()[-1]
     with agrad.no_grad():  # the shared layers are not adapted: no graph through them
         features = _features_agrad(agrad.from_numpy(x))
     w = w_shared.clone().requires_grad_()
     b = b_shared.clone().requires_grad_()
     loss = _mean_entropy_agrad(F.linear(features, w, b))
-    gw, gb = yield GradRequest(loss, (w, b))
+    gw, gb = agrad.autograd.grad_sync(loss, (w, b))
     with agrad.no_grad():
         return F.linear(features, w - TTA_LR * gw, b - TTA_LR * gb).numpy()
 
 
-def _drive_sync(flow: Flow) -> np.ndarray:
-    try:
-        request = next(flow)
-        while True:
-            request = flow.send(agrad.autograd.grad_sync(request.outputs, request.inputs))
-    except StopIteration as stop:
-        return stop.value
-
-
-async def _drive_awaited(flow: Flow) -> np.ndarray:
-    try:
-        request = next(flow)
-        while True:
-            request = flow.send(await agrad.autograd.grad(request.outputs, request.inputs))
-    except StopIteration as stop:
-        return stop.value
-
-
-async def _run_awaited(make_flow: Callable[[np.ndarray], Flow], x: np.ndarray) -> np.ndarray:
-    """The one place that decides how the awaited backend runs a flow.
-
-    With ``agrad.cooperative`` (the cooperative forward) the whole synchronous
-    computation runs in time slices, ``grad_sync`` included, without blocking
-    the loop.  Without it the forward runs inline on the loop and only the
-    backward is awaited.
-    """
-    cooperative: Any = getattr(agrad, "cooperative", None)
-    if cooperative is not None:
-        return await cooperative(_drive_sync, make_flow(x))
-    return await _drive_awaited(make_flow(x))
-
-
-def saliency_agrad_sync(x: np.ndarray) -> np.ndarray:
-    """Saliency with agrad's blocking twin ``grad_sync``: (batch, 784) float32 -> (batch, 784) float32."""
-    return _drive_sync(_saliency_flow(x))
-
-
 async def saliency_agrad(x: np.ndarray) -> np.ndarray:
     """Saliency with agrad, awaited: the loop keeps serving other requests meanwhile."""
-    return await _run_awaited(_saliency_flow, x)
-
-
-def tta_agrad_sync(x: np.ndarray) -> np.ndarray:
-    """Test-time adaptation with agrad's blocking twin: (batch, 784) float32 -> adapted logits (batch, 10)."""
-    return _drive_sync(_tta_flow(x))
+    return await agrad.cooperative(saliency_agrad_sync, x)
 
 
 async def tta_agrad(x: np.ndarray) -> np.ndarray:
     """Test-time adaptation with agrad, awaited."""
-    return await _run_awaited(_tta_flow, x)
+    return await agrad.cooperative(tta_agrad_sync, x)
 
 
 # -- PyTorch (imported lazily) -----------------------------------------------------------------

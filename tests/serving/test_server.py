@@ -27,6 +27,7 @@ pytest.importorskip("starlette")
 uvicorn = pytest.importorskip("uvicorn")
 pytest.importorskip("httptools")
 httpx = pytest.importorskip("httpx")
+pytest.importorskip("greenlet")  # agrad.cooperative, the agrad backend
 
 from examples.serving import model  # noqa: E402
 from examples.serving.app import create_app  # noqa: E402
