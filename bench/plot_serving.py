@@ -3,9 +3,10 @@
 Reads the raw results that ``bench_serving.py --json PATH`` wrote, takes the
 same medians over rounds as its tables (``median_cells``), and draws one
 panel per batch size (1, 32): x is the number of closed-loop clients C,
-y the ``GET /health`` p99 in ms (log scale), solid lines with probe
-connections pre-opened and dashed with a connection per probe.  The title
-carries the run's load average, so the figure is never read without it.
+y the ``GET /health`` p99 in ms (log scale); solid lines and dots with
+probe connections pre-opened, dashed lines and crosses with a connection per
+probe.  The title carries the run's load average, so the figure is never
+read without it.
 
     python bench/bench_serving.py --json serve.json
     python bench/plot_serving.py serve.json docs/serving.png
@@ -23,7 +24,7 @@ from typing import Any
 from _health_probe import PROBE_MODES
 from bench_serving import BACKENDS, median_cells
 
-STYLES = {"pre-opened": "-", "per-probe": "--"}
+STYLES = {"pre-opened": "o-", "per-probe": "x--"}
 COLORS = {"agrad": "tab:blue", "agrad-thread": "tab:cyan", "torch": "tab:red", "torch-thread": "tab:orange"}
 
 
@@ -44,7 +45,7 @@ def plot(run: dict[str, Any], path: str) -> None:
         for backend in backends:
             for mode in PROBE_MODES:
                 p99 = [cells[mode, f"batch {batch}, C={c}", backend]["p99"] for c in clients]
-                ax.plot(clients, p99, STYLES[mode], marker="o", color=COLORS[backend],
+                ax.plot(clients, p99, STYLES[mode], color=COLORS[backend],
                         label=f"{backend}, {mode}")
         ax.set_xscale("log", base=2)
         ax.set_xticks(clients, [str(c) for c in clients])
