@@ -200,6 +200,6 @@ def _forward_work(op: Any, arrays: list[Any]) -> int:
     if op.view:  # a view costs no kernel
         return 0
     touched = sum(a.size for a in arrays)
-    if op.work is not None and len(arrays) == 2 and arrays[1].ndim:
-        return arrays[0].size * arrays[1].shape[-1] // 48 + touched // 8  # type: ignore[no-any-return]
+    if op.work is not None and len(arrays) >= 2 and arrays[-1].ndim:  # a product of the last two
+        return arrays[-2].size * arrays[-1].shape[-1] // 48 + touched // 8  # type: ignore[no-any-return]
     return touched  # type: ignore[no-any-return]

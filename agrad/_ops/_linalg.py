@@ -14,7 +14,7 @@ from agrad._ops._registry import defop
 from agrad._tensor import Tensor
 
 # The public names of this family (star-imported by ``agrad/__init__.py``).
-__all__ = ["matmul", "mm", "bmm", "dot", "outer", "einsum"]
+__all__ = ["matmul", "mm", "addmm", "bmm", "dot", "outer", "einsum"]
 
 # -- linear algebra -------------------------------------------------------------
 
@@ -134,6 +134,10 @@ def _dtypes_match(name: str, a: np.ndarray, b: np.ndarray) -> None:
        samples=lambda rng: [((_r(rng, 2, 3), _r(rng, 3, 4)), {}), ((_r(rng, 1, 5), _r(rng, 5, 1)), {})])
 def mm(xp, input, mat2):
     """Product of two matrices (2-D only, no broadcasting)."""
+    return _mm(xp, input, mat2)
+
+
+def _mm(xp: Any, input: Any, mat2: Any) -> Any:
     if input.ndim != 2:
         raise RuntimeError("self must be a matrix")
     if mat2.ndim != 2:
@@ -143,6 +147,47 @@ def mm(xp, input, mat2):
                            f"and {mat2.shape[0]}x{mat2.shape[1]})")
     _dtypes_match("mm", input, mat2)
     return xp.matmul(input, mat2)
+
+
+def _scaled(t: Tensor, factor: Any) -> Tensor:
+    return t if factor == 1 else t * factor
+
+
+def _addmm_work(tensors: Any, result: Tensor) -> int:
+    return _product_work(tensors[1:], result)  # the product's: mat1 @ mat2
+
+
+# Note [Linear as one node]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``F.linear(x, W, b)`` with a matrix ``x`` and a bias is ``addmm(b, x, W.t())``:
+# one product node, AddmmBackward0 with its inputs in PyTorch's order, instead
+# of a product and a sum.  A per-request forward at batch 1 is mostly dispatch
+# per op and bookkeeping per node (issue 15's serving benchmark), so each op
+# and node saved counts.
+@defop(ref=lambda torch: torch.addmm,
+       vjp=(lambda g, beta: _scaled(g, beta),
+            lambda g, mat2, alpha: _scaled(mm(_dense(g), mat2.mT), alpha),
+            lambda g, mat1, alpha: _scaled(mm(mat1.mT, _dense(g)), alpha)),
+       node="AddmmBackward0", methods=("addmm",), work=_addmm_work,
+       samples=lambda rng: [((_r(rng, 4), _r(rng, 2, 3), _r(rng, 3, 4)), {}),
+                            ((_r(rng, 2, 4), _r(rng, 2, 3), _r(rng, 3, 4)), {"beta": 0.5, "alpha": 2.0}),
+                            ((_r(rng, 1), _r(rng, 1, 5), _r(rng, 5, 1)), {})])
+def addmm(xp, input, mat1, mat2, *, beta=1, alpha=1):
+    """``beta * input + alpha * (mat1 @ mat2)``, ``input`` broadcast to the product's shape."""
+    out = _mm(xp, mat1, mat2)  # mm's checks and messages
+    if input.dtype != out.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got "
+                           f"{_dtype.from_numpy_dtype(input.dtype)} and {_dtype.from_numpy_dtype(out.dtype)}")
+    if alpha != 1:
+        out *= alpha
+    if beta != 0:
+        try:
+            out += input if beta == 1 else beta * input
+        except ValueError:
+            raise RuntimeError(f"The expanded size of the tensor ({out.shape[-1]}) must match the existing size "
+                               f"({input.shape[-1]}) at non-singleton dimension 1.  Target sizes: "
+                               f"{list(out.shape)}.  Tensor sizes: {list(input.shape)}") from None
+    return out
 
 
 @defop(ref=lambda torch: torch.bmm,

@@ -15,7 +15,7 @@ from agrad import _backends, _dtype
 from agrad._ops._common import _grids
 from agrad._ops._elementwise import exp, log, sigmoid, tanh, where
 from agrad._ops._elementwise import relu as _relu
-from agrad._ops._linalg import matmul
+from agrad._ops._linalg import addmm, matmul
 from agrad._ops._reductions import log_softmax as _log_softmax
 from agrad._ops._reductions import softmax as _softmax
 from agrad._tensor import Tensor
@@ -53,6 +53,8 @@ def _softmax_dim(input: Tensor, dim: int | None) -> int:
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``."""
+    if bias is not None and input.ndim == 2 and weight.ndim == 2:
+        return addmm(bias, input, weight.mT)  # Note [Linear as one node]
     out = matmul(input, weight.mT if weight.ndim > 1 else weight)
     return out if bias is None else out + bias
 

@@ -454,3 +454,22 @@ def test_expand_of_a_0d_tensor_is_a_read_only_view() -> None:
     (out * agrad.tensor(np.arange(6.0).reshape(3, 2))).sum().backward_sync()
     assert base.grad.item() == 15.0
     assert agrad.tensor(1.0).expand(0, 4).shape == (0, 4)
+
+
+@requires_torch
+@pytest.mark.parametrize("shapes", [((3, 4), (5, 4), (5,)), ((3, 4), (5, 4), None)], ids=["bias", "no_bias"])
+def test_linear_records_pytorchs_nodes(shapes: tuple) -> None:
+    # Note [Linear as one node]: a matrix input with a bias is one AddmmBackward0,
+    # its inputs in PyTorch's order (bias, input, weight's transpose).
+    def names(lib: Any) -> tuple[str, list[str]]:
+        x_shape, w_shape, b_shape = shapes
+        args = [lib.ones(*s, dtype=lib.float64, requires_grad=True) for s in (x_shape, w_shape)]
+        if b_shape is not None:
+            args.append(lib.ones(*b_shape, dtype=lib.float64, requires_grad=True))
+        fn = lib.nn.functional.linear(*args).grad_fn
+        return fn.name(), [f[0].name().split("::")[-1] for f in fn.next_functions if f[0] is not None]
+
+    name, inputs = names(agrad)
+    torch_name, torch_inputs = names(torch)
+    assert name == torch_name
+    assert len(inputs) == len(torch_inputs)
