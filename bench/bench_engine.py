@@ -517,12 +517,10 @@ def plot(path: str, resp: dict[str, Any], ratios: dict[str, float], sweep: list[
     b.barh(np.arange(len(names)), [ratios[k] for k in names],
            color=["#31a354" if "numpy" not in k else "#a1d99b" for k in names])
     b.axvline(1.0, color="black", lw=0.8)
-    b.axvline(1.6, color="crimson", lw=1, ls="--", label="target 1.6x")
     b.set_yticks(np.arange(len(names)), names, fontsize=8)
     b.invert_yaxis()
     b.set_xlabel("speed-up (x)")
     b.set_title("Parallel branches and concurrent throughput")
-    b.legend(fontsize=8)
 
     sizes = [r["elements"] for r in sweep]
     for chains, style in ((1, "o-"), (2, "s--")):
@@ -602,9 +600,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                                f"on ({BRANCH_N},) float32, backward", "ms", 1e3, results, "agrad inline"))
             ratios[f"agrad offload vs inline ({kind.name})"] = by["agrad inline"] / by["agrad offload"]
             ratios[f"numpy 2 threads vs serial ({kind.name})"] = by["numpy serial"] / by["numpy 2 threads"]
-            print(f"  speed-up: agrad offload/inline {ratios[f'agrad offload vs inline ({kind.name})']:.2f}x "
-                  f"(target >= 1.6x); numpy 2 threads/serial (this machine's limit) "
-                  f"{ratios[f'numpy 2 threads vs serial ({kind.name})']:.2f}x")
+            ours = ratios[f"agrad offload vs inline ({kind.name})"]
+            limit = ratios[f"numpy 2 threads vs serial ({kind.name})"]
+            print(f"  speed-up: agrad offload/inline {ours:.2f}x; numpy 2 threads/serial (this machine's limit) "
+                  f"{limit:.2f}x; agrad reaches {ours / limit:.2f} of numpy's (issue 15's target: at least 0.9)")
             print(f"  (section took {_clock() - section:.0f} s)\n")
 
     sections: list[tuple[str, Callable[[], Any], str, str, float, str]] = [
