@@ -42,9 +42,9 @@ import numpy as np
 
 from agrad._engine import _cooperating, _traps
 from agrad._engine._admission import admitted, mark_inside
-from agrad._engine._cpu_worker import DONE, Budget, cpu_worker, serve
+from agrad._engine._cpu_worker import DONE, CpuWorker, cpu_worker, serve
 from agrad._engine._graph_task import DRAIN, SLICE_SPENT, WAIT, Offload, _nothing
-from agrad._engine._options import current_options, offload_thresholds
+from agrad._engine._options import current_options, get_num_interop_threads, offload_thresholds
 
 __all__ = ["cooperative"]
 
@@ -85,7 +85,7 @@ async def cooperative(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         worker = cpu_worker()
         context = contextvars.copy_context()
         context.run(mark_inside)  # its backwards are part of it
-        job = _Cooperative(fn, args, kwargs, context, worker.budget, thresholds)
+        job = _Cooperative(fn, args, kwargs, context, worker, thresholds)
         turns = worker.submit_steps(job, job, context, options.time_slice)
         await serve(turns, DONE)
         return turns.result()  # type: ignore[no-any-return]
@@ -103,17 +103,18 @@ class _Cooperative:
     """One cooperative call: a job of the CPU worker whose steps are a greenlet's switches."""
 
     __slots__ = ("reentrant_depth", "_outstanding", "_slot_granted", "_in_line", "_wake", "_glet", "_budget",
-                 "_thresholds", "_getcurrent")
+                 "_thresholds", "_getcurrent", "_pool")
 
     def __init__(self, fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any],
-                 context: contextvars.Context, budget: Budget, thresholds: tuple[int, int] | None) -> None:
+                 context: contextvars.Context, worker: CpuWorker, thresholds: tuple[int, int] | None) -> None:
         greenlet = _greenlet()
         self.reentrant_depth = 0
         self._outstanding = 0  # kernels in threads (Note [Kernel slots])
         self._slot_granted = False
         self._in_line = False
         self._wake: Callable[[], None] = _nothing  # set by the worker
-        self._budget = budget
+        self._budget = worker.budget
+        self._pool = worker.pool  # this loop's kernel pool
         self._thresholds = thresholds
         self._getcurrent = greenlet.getcurrent
         self._glet = greenlet.greenlet(lambda _first_send: fn(*args, **kwargs))
@@ -149,38 +150,86 @@ class _Cooperative:
 
     def forward(self, op: Any, arrays: list[Any], attrs: dict[str, Any]) -> Any:
         """An op's CPU kernel, run for ``fn``: after a pause if the slice is spent,
-        in a kernel thread if it is big (Note [Cooperative calls])."""
-        if _clock() >= self._budget.deadline:
+        in a kernel thread if it is big, in row blocks on idle kernel threads if
+        it is a big enough product (Notes [Cooperative calls], [Products in row
+        blocks])."""
+        budget = self._budget
+        if _clock() >= budget.deadline:
             self._ask(SLICE_SPENT)
         thresholds = self._thresholds
-        if thresholds is not None and _forward_work(op, arrays) >= thresholds[self._budget.busy]:
-            return self._offload(lambda: op.forward(np, *arrays, **attrs))
+        if thresholds is None or (work := _forward_work(op, arrays)) < thresholds[1]:
+            return op.forward(np, *arrays, **attrs)
+        big = work >= thresholds[0]
+        if not budget.busy and op.split_rows is not None and arrays[op.split_rows].ndim == 2:
+            idle = self._pool().idle_workers()  # a block on the loop's thread takes one of the cores too
+            parts = min(arrays[op.split_rows].shape[0], idle if big else min(idle + 1, get_num_interop_threads()))
+            if parts > 1:
+                return self._in_row_blocks(op, arrays, attrs, parts, inline=not big)
+        if big or budget.busy:
+            return self._run([lambda: op.forward(np, *arrays, **attrs)], None)[0]
         return op.forward(np, *arrays, **attrs)
 
-    def _offload(self, kernel: Callable[[], Any]) -> Any:
-        outcome: list[tuple[bool, Any]] = []
+    # Note [Products in row blocks]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # BLAS runs one thread per kernel (Note [BLAS threads]), so a lone request's
+    # big product would use one core where PyTorch's intra-op threads use all.
+    # When the worker has no other job in line and kernel threads are idle, a
+    # product (an op declaring ``split_rows``: the input whose rows are the
+    # output's rows; the inputs before it with as many rows, addmm's ``input``,
+    # are split with it) runs in row blocks: one per idle kernel thread if it is
+    # above the offload threshold; below it (a block of it is short), one on the
+    # loop's thread and one per idle kernel thread, as many blocks as there are
+    # cores (``get_num_interop_threads``).  The blocks are concatenated.  It never oversubscribes: it
+    # takes only threads that are idle, and a busy worker offloads whole
+    # kernels instead (Note [Offloading when busy]).
+    def _in_row_blocks(self, op: Any, arrays: list[Any], attrs: dict[str, Any], parts: int, inline: bool) -> Any:
+        k = op.split_rows
+        rows = arrays[k].shape[0]
+        bounds = [rows * p // parts for p in range(parts + 1)]
 
-        def job() -> None:
-            try:
-                outcome.append((True, kernel()))
-            except BaseException as exc:  # raised in the greenlet, below
-                outcome.append((False, exc))
+        def block(i: int, j: int) -> Callable[[], Any]:
+            args = [a[i:j] if n == k or (n < k and a.ndim == 2 and a.shape[0] == rows) else a
+                    for n, a in enumerate(arrays)]
+            return lambda: op.forward(np, *args, **attrs)
 
-        request = Offload(job)
-        while not self._ask(request):  # in line for a kernel slot until one is handed over
-            self._ask(WAIT)
+        kernels = [block(i, j) for i, j in zip(bounds, bounds[1:])]
+        here = kernels.pop(0) if inline else None
         try:
+            return np.concatenate(self._run(kernels, here), axis=0)
+        except Exception:  # a block's error names its own rows: raise the whole product's
+            return op.forward(np, *arrays, **attrs)
+
+    def _run(self, kernels: list[Callable[[], Any]], here: Callable[[], Any] | None) -> list[Any]:
+        """Run ``kernels`` in kernel threads, and ``here`` on this thread meanwhile;
+        their results in order, ``here``'s first."""
+        outcome: list[tuple[bool, Any] | None] = [None] * len(kernels)
+
+        def job(n: int, kernel: Callable[[], Any]) -> Callable[[], None]:
+            def run() -> None:
+                try:
+                    outcome[n] = (True, kernel())
+                except BaseException as exc:  # raised in the greenlet, below
+                    outcome[n] = (False, exc)
+            return run
+
+        try:
+            for n, kernel in enumerate(kernels):
+                request = Offload(job(n, kernel))
+                while not self._ask(request):  # in line for a kernel slot until one is handed over
+                    self._ask(WAIT)
+            first = here() if here is not None else None
             while self._outstanding:
                 self._ask(WAIT)
-        except BaseException:  # cancelled: the kernel cannot be called back (Note [Kernels of a stopped task])
+        except BaseException:  # cancelled: the kernels cannot be called back (Note [Kernels of a stopped task])
             while self._outstanding:
                 self._ask(DRAIN)
             raise
-        ((ok, result),) = outcome
-        outcome.clear()
-        if not ok:
-            raise result
-        return result
+        results = [first] if here is not None else []
+        for ok, result in outcome:  # type: ignore[misc]
+            if not ok:
+                raise result
+            results.append(result)
+        return results
 
     def wait_for(self, aw: Awaitable[T]) -> T:
         """Have the caller await ``aw`` (in ``fn``'s context) and return its result."""

@@ -154,6 +154,11 @@ class KernelPool:
             self.running += 1
             nxt._wake()
 
+    def idle_workers(self) -> int:
+        """How many more kernels would start running at once now: each offload of
+        up to this many in a row is accepted (Note [Products in row blocks])."""
+        return 0 if self._waiting else max(0, get_num_interop_threads() - self.running)
+
     def forget(self, task: "GraphTask") -> None:
         """``task`` stops: take it out of line and give back a slot it was handed."""
         if task._in_line:

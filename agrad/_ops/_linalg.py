@@ -83,6 +83,7 @@ def _matmul_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
 
 @defop(ref=lambda torch: torch.matmul,
        vjp=(_matmul_grad_input, _matmul_grad_other), node="MmBackward0", work=_product_work, saved_as={"other": "mat2"},
+       split_rows=0,
        methods=("matmul", "__matmul__"), rmethods=("__rmatmul__",), samples=_matmul_samples)
 def matmul(xp, input, other):
     """Matrix product with numpy/PyTorch broadcasting of batch dimensions (1-D, 2-D, batched)."""
@@ -130,7 +131,7 @@ def _dtypes_match(name: str, a: np.ndarray, b: np.ndarray) -> None:
 
 @defop(ref=lambda torch: torch.mm,
        vjp=(lambda g, mat2: mm(_dense(g), mat2.mT), lambda g, input: mm(input.mT, _dense(g))),
-       node="MmBackward0", methods=("mm",), work=_product_work,
+       node="MmBackward0", methods=("mm",), work=_product_work, split_rows=0,
        samples=lambda rng: [((_r(rng, 2, 3), _r(rng, 3, 4)), {}), ((_r(rng, 1, 5), _r(rng, 5, 1)), {})])
 def mm(xp, input, mat2):
     """Product of two matrices (2-D only, no broadcasting)."""
@@ -168,7 +169,7 @@ def _addmm_work(tensors: Any, result: Tensor) -> int:
        vjp=(lambda g, beta: _scaled(g, beta),
             lambda g, mat2, alpha: _scaled(mm(_dense(g), mat2.mT), alpha),
             lambda g, mat1, alpha: _scaled(mm(mat1.mT, _dense(g)), alpha)),
-       node="AddmmBackward0", methods=("addmm",), work=_addmm_work,
+       node="AddmmBackward0", methods=("addmm",), work=_addmm_work, split_rows=1,
        samples=lambda rng: [((_r(rng, 4), _r(rng, 2, 3), _r(rng, 3, 4)), {}),
                             ((_r(rng, 2, 4), _r(rng, 2, 3), _r(rng, 3, 4)), {"beta": 0.5, "alpha": 2.0}),
                             ((_r(rng, 1), _r(rng, 1, 5), _r(rng, 5, 1)), {})])

@@ -90,6 +90,9 @@ class OpDef:
     work: Callable[[Sequence[Tensor], Tensor], int] | None = None
     # The saved attributes are freed with the saved tensors (Note [Saved values]).
     release: bool = False
+    # The input whose rows are the output's rows (a matrix product's first
+    # factor): the forward may run in row blocks (Note [Products in row blocks]).
+    split_rows: int | None = None
     public: Callable[..., Any] = field(default=None)  # type: ignore[assignment]
     # PyTorch's name of each entry of ``saved``: Note [Saved values by name].
     saved_names: tuple[str, ...] = ()
@@ -683,6 +686,7 @@ def defop(
     work: Callable[[Sequence[Tensor], Tensor], int] | None = None,
     saved_as: dict[str, str] | None = None,
     release: bool = False,
+    split_rows: int | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Tensor]]:
     """Register the decorated forward as an op; return its public function.
 
@@ -715,6 +719,9 @@ def defop(
             not keep the graph, as its saved tensors are, so that a second
             backward through it raises as PyTorch's does (its IndexPutBackward0
             saves the indices as tensors; its CopySlices drops its function).
+        split_rows: the input whose rows are the output's rows, if the forward
+            may run in row blocks on several kernel threads (a matrix
+            product's first factor; Note [Products in row blocks]).
     """
 
     def register(forward: Callable[..., Any]) -> Callable[..., Tensor]:
@@ -733,6 +740,7 @@ def defop(
         op.check = dict(check or {})
         op.work = work
         op.release = release
+        op.split_rows = split_rows
         if vjps is not None:
             saved: list[str] = []
             arg_names = []

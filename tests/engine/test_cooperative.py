@@ -335,6 +335,51 @@ async def test_an_offloaded_kernels_error_is_pytorchs() -> None:
     assert worker_is_idle()
 
 
+@pytest.fixture
+def product_blocks(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, int]]:
+    """``(op, rows, thread)`` per call of ``matmul``'s and ``addmm``'s forward kernels."""
+    calls: list[tuple[str, int, int]] = []
+    for name, k in (("matmul", 0), ("addmm", 1)):
+        op = REGISTRY[name]
+
+        def recorded(xp: Any, *arrays: Any, _forward: Any = op.forward, _name: str = name, _k: int = k,
+                     **attrs: Any) -> Any:
+            calls.append((_name, arrays[_k].shape[0], threading.get_ident()))
+            return _forward(xp, *arrays, **attrs)
+
+        monkeypatch.setattr(op, "forward", recorded)
+    return calls
+
+
+@pytest.mark.parametrize("bias_rows", [1, 64], ids=["bias-row", "bias-matrix"])
+async def test_a_lone_product_runs_in_row_blocks_on_idle_threads(
+        product_blocks: list[tuple[str, int, int]], bias_rows: int) -> None:
+    # Note [Products in row blocks]: (64, 512) @ (512, 512) is above the busy
+    # threshold and below the offload threshold: one block on the loop's thread and
+    # one per idle kernel thread, one per core; addmm's 2-D input is split with its rows.
+    rng = np.random.default_rng(0)
+    a, w = rng.standard_normal((64, 512)), rng.standard_normal((512, 512))
+    bias = rng.standard_normal((bias_rows, 512))
+    loop_thread = threading.get_ident()
+
+    def products() -> tuple[agrad.Tensor, agrad.Tensor]:
+        return agrad.tensor(a) @ agrad.tensor(w), agrad.addmm(agrad.tensor(bias), agrad.tensor(a), agrad.tensor(w))
+
+    got_mm, got_addmm = await agrad.cooperative(products)
+    np.testing.assert_allclose(got_mm.numpy(), a @ w, rtol=1e-12, atol=1e-12)  # blocks sum in BLAS's order
+    np.testing.assert_allclose(got_addmm.numpy(), bias + a @ w, rtol=1e-12, atol=1e-12)
+    parts = agrad.get_num_interop_threads()  # the loop's thread and the idle kernel threads: one per core
+    for name in ("matmul", "addmm"):
+        blocks = [(rows, thread) for n, rows, thread in product_blocks if n == name]
+        assert len(blocks) == parts and sum(rows for rows, _ in blocks) == 64
+        assert [thread == loop_thread for _, thread in blocks].count(True) == 1
+
+    product_blocks.clear()
+    with engine_options(offload="never"):
+        await agrad.cooperative(products)
+    assert product_blocks == [("matmul", 64, loop_thread), ("addmm", 64, loop_thread)]
+
+
 # -- 4. blocking backwards inside: awaited on the worker, committed by the caller ---------------
 
 
