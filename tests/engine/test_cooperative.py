@@ -222,18 +222,27 @@ async def test_arguments_and_return_value_pass_through() -> None:
 # -- 2. pauses between ops ----------------------------------------------------------------------
 
 
-async def test_a_long_forward_pauses_between_ops() -> None:
-    # A ticker on the same loop sees at most one slice of ops run between two
-    # of its turns, and the ops spread over many passes.
+async def _ops_beside_a_ticker(cooperatively: bool) -> tuple[list[int], Ticker, agrad.Tensor]:
+    """Run ``8 * SLICE_TICKS`` counted ops (cooperatively or not) beside a ticker."""
     log: list[int] = []
-    n = 8 * SLICE_TICKS
     ticker = Ticker(log)
+    ops = counted_ops(log, 8 * SLICE_TICKS)
+    x = agrad.zeros(3, dtype=agrad.float64)
     async with anyio.create_task_group() as tg:
         tg.start_soon(ticker.run)
         await ticker.started()
         with engine_options(time_slice=SLICE, offload="never"):
-            y = await agrad.cooperative(counted_ops(log, n), agrad.zeros(3, dtype=agrad.float64))
+            y = await agrad.cooperative(ops, x) if cooperatively else ops(x)
+        await anyio.lowlevel.checkpoint()
         ticker.stop()
+    return log, ticker, y
+
+
+async def test_a_long_forward_pauses_between_ops() -> None:
+    # A ticker on the same loop sees at most one slice of ops run between two
+    # of its turns, and the ops spread over many passes.
+    n = 8 * SLICE_TICKS
+    log, ticker, y = await _ops_beside_a_ticker(cooperatively=True)
     assert y.tolist() == [float(n)] * 3
     assert len(log) == n
     assert max(ticker.between) <= MAX_PER_PASS, ticker.between
@@ -243,17 +252,8 @@ async def test_a_long_forward_pauses_between_ops() -> None:
 async def test_a_plain_forward_on_the_loop_does_not_pause() -> None:
     # The sanity check of the test above: the same code called directly runs
     # every op before the ticker's next turn.
-    log: list[int] = []
-    n = 8 * SLICE_TICKS
-    ticker = Ticker(log)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(ticker.run)
-        await ticker.started()
-        with engine_options(time_slice=SLICE, offload="never"):
-            counted_ops(log, n)(agrad.zeros(3, dtype=agrad.float64))
-        await anyio.lowlevel.checkpoint()
-        ticker.stop()
-    assert max(ticker.between) == n
+    _, ticker, _ = await _ops_beside_a_ticker(cooperatively=False)
+    assert max(ticker.between) == 8 * SLICE_TICKS
 
 
 async def test_cooperative_calls_and_backwards_share_one_slice() -> None:
