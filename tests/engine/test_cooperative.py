@@ -222,6 +222,13 @@ async def test_arguments_and_return_value_pass_through() -> None:
 # -- 2. pauses between ops ----------------------------------------------------------------------
 
 
+async def cancel_after_ops(log: list[int], scope: anyio.CancelScope) -> None:
+    """Cancel ``scope`` once the call has run a slice's worth of counted ops."""
+    while len(log) < SLICE_TICKS:  # noqa: ASYNC110  (counts ops of the call, not a time)
+        await anyio.lowlevel.checkpoint()
+    scope.cancel()
+
+
 async def _ops_beside_a_ticker(cooperatively: bool) -> tuple[list[int], Ticker, agrad.Tensor]:
     """Run ``8 * SLICE_TICKS`` counted ops (cooperatively or not) beside a ticker."""
     log: list[int] = []
@@ -635,13 +642,8 @@ def test_a_backward_in_fns_cleanup_after_cancellation_does_not_hang(backend: tup
 
     async def main() -> None:
         with anyio.CancelScope() as scope:
-            async def canceller() -> None:
-                while len(log) < SLICE_TICKS:  # noqa: ASYNC110  (counts ops of the call, not a time)
-                    await anyio.lowlevel.checkpoint()
-                scope.cancel()
-
             async with anyio.create_task_group() as tg:
-                tg.start_soon(canceller)
+                tg.start_soon(cancel_after_ops, log, scope)
                 with engine_options(time_slice=SLICE, offload="never"):
                     await agrad.cooperative(fn)
         outcome["caught"] = scope.cancelled_caught
@@ -824,13 +826,8 @@ async def test_fn_that_swallows_the_cancellation_still_cancels_its_caller() -> N
         return "unreachable"
 
     with anyio.CancelScope() as scope:
-        async def canceller() -> None:
-            while len(log) < SLICE_TICKS:  # noqa: ASYNC110  (counts ops of the call, not a time)
-                await anyio.lowlevel.checkpoint()
-            scope.cancel()
-
         async with anyio.create_task_group() as tg:
-            tg.start_soon(canceller)
+            tg.start_soon(cancel_after_ops, log, scope)
             with engine_options(time_slice=SLICE, offload="never"):
                 await agrad.cooperative(fn)
             pytest.fail("the caller was not cancelled")
