@@ -128,7 +128,7 @@ class Turns:
         self._request: Any = None  # what the caller must do
         self._failure: BaseException | None = None
         self._result: Any = None  # what the steps returned
-        self._waiter = _traps.KernelWaiter()
+        self._waiter = _traps.TurnWaiter()
         task._wake = self.wake
 
     # -- the worker's side ----------------------------------------------------------
@@ -197,13 +197,16 @@ class Turns:
         failure if it failed."""
         while self._state is not _CALLER:
             if self._state is _DONE:
-                if self._failure is None:
-                    return DONE
-                failure, self._failure = self._failure, None  # no cycle through its traceback
-                raise failure
+                self._raise_failure()
+                return DONE
             await self._waiter.wait(False)
         request, self._request = self._request, None
         return request
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            failure, self._failure = self._failure, None  # no cycle through its traceback
+            raise failure
 
     def result(self) -> Any:
         """What the task's steps returned, once :meth:`turn` answered :data:`DONE`."""
@@ -224,29 +227,26 @@ class Turns:
         """Commit, in the caller's turn (Note [The caller commits]); raises what the
         commit or a post-accumulate-grad hook or final callback raised."""
         self.advance()
-        if self._failure is not None:
-            failure, self._failure = self._failure, None
-            raise failure
+        self._raise_failure()
 
     async def stop(self, exc: BaseException) -> None:
         """The caller failed or was cancelled while the task was not done: abort it
         now and wait, shielded, for its kernels in threads (Note [Kernels of a
-        stopped task])."""
+        stopped task]).  A job whose cleanup asks for its caller again gets
+        ``exc`` there too, as a cancelled trio scope stays cancelled."""
         if self._state is not _DONE:
-            self._state = _PARKED  # whatever line position it held is stale now
-            self._request = None
-            self.advance(exc)
+            self._throw(exc)
         while self._state is not _DONE:
-            if self._state is _CALLER:  # its cleanup asks for its caller again: cancelled too
-                request, self._request = self._request, None
-                close = getattr(request, "close", None)
-                if close is not None:
-                    close()
-                self._state = _PARKED
-                self.advance(exc)
-                continue
-            await self._waiter.wait(True)
+            if self._state is _CALLER:
+                self._throw(exc)
+            else:
+                await self._waiter.wait(True)
         self._failure = None
+
+    def _throw(self, exc: BaseException) -> None:
+        self._state = _PARKED  # whatever line position it held is stale now
+        self._request = None  # closed by the job, where it handed it over
+        self.advance(exc)
 
 
 class CpuWorker:
@@ -290,7 +290,7 @@ class CpuWorker:
             self._pool = current_pool()
         return self._pool
 
-    def forget(self, task: GraphTask) -> None:
+    def forget(self, task: Job) -> None:
         """``task`` stops or ends: it gives back its place in line for a kernel slot."""
         if self._pool is not None:
             self._pool.forget(task)

@@ -107,13 +107,13 @@ class _InContext:
                 value, exc = None, error
 
 
-class KernelWaiter:
-    """Where an awaited backward waits for its kernels in threads (Note [Offloaded kernels]).
+class TurnWaiter:
+    """Where the caller of an awaited backward or cooperative call waits for its
+    job's turn (Note [One worker per loop]).
 
-    The engine calls :meth:`wake` on the loop's thread when one of the task's
-    kernels finished or a kernel slot was handed to it; a wake while nobody
-    waits is dropped, which is safe because the graph task checks its inbox
-    and its slot before it asks to wait.
+    The CPU worker calls :meth:`wake` on the loop's thread when the job needs
+    its caller or ends; a wake while nobody waits is dropped, which is safe
+    because the caller checks the job's state before it waits.
     """
 
     __slots__ = ("_event",)
