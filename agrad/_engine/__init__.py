@@ -1,4 +1,6 @@
 """The backward engine: GraphTask bookkeeping (``_graph_task``), the ready
-queue (``_ready_queue``), and the drivers that run it on an event loop or in a
-blocking call (``_drivers``).  ``_traps`` holds the only places the engine
-awaits."""
+queue (``_ready_queue``), the per-loop CPU worker that runs awaited backwards
+and cooperative calls (``_cpu_worker``, ``_cooperative``, ``_admission``),
+the kernel pool and device workers (``_pool``, ``_device_workers``), and the
+drivers that run a backward awaited or in a blocking call (``_drivers``).
+``_traps`` holds the only places the engine awaits."""
