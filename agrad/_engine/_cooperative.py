@@ -18,12 +18,12 @@ however many calls and backwards are in flight.  Inside ``fn``:
   caller's ``engine_options``) runs in the loop's kernel pool while the loop
   goes on;
 * a blocking twin (``backward_sync``, ``grad_sync``, ``autograd.backward_sync``)
-  becomes a nested awaited backward: the greenlet hands it to the awaiting
-  caller, which awaits it, so it runs on the worker and commits in the caller's
-  turn as any awaited backward does.
+  runs its graph task in the greenlet, in the same slices, its big kernels in
+  the pool, and commits before ``fn`` goes on (Note [Backwards inside a
+  cooperative call]).
 
 Cancelling the caller raises the cancellation inside ``fn`` where it is paused
-(the op call that ended the slice, or the wait for a kernel or backward), after
+(the op call that ended the slice, or the wait for a kernel), after
 any kernel of it in a thread has finished; ``fn`` may clean up and the
 exception then reaches the caller.  ``fn`` runs in a copy of the caller's
 context.  Code in ``fn`` that is not agrad ops (plain numpy, Python loops)
@@ -40,11 +40,23 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from agrad._engine import _cooperating, _traps
+from agrad._engine import _cooperating, _device_workers, _traps
 from agrad._engine._admission import admitted, mark_inside
 from agrad._engine._cpu_worker import DONE, CpuWorker, cpu_worker, serve
-from agrad._engine._graph_task import DRAIN, SLICE_SPENT, WAIT, Offload, _nothing
+from agrad._engine._graph_task import (
+    DRAIN,
+    FINISH,
+    SLICE_SPENT,
+    WAIT,
+    DeviceIdle,
+    DeviceJob,
+    GraphTask,
+    Offload,
+    WaitKernels,
+    _nothing,
+)
 from agrad._engine._options import current_options, get_num_interop_threads, offload_thresholds
+from agrad._engine._row_blocks import forward_work, row_blocks, splittable
 
 __all__ = ["cooperative"]
 
@@ -130,15 +142,11 @@ class _Cooperative:
     def _switch(self, switch: Callable[[Any], Any], arg: Any) -> Any:
         glet = self._glet
         glet.parent = self._getcurrent()  # whoever resumes it gets its next request
-        _cooperating.local.job = self
-        _cooperating.running += 1
-        try:
-            request = switch(arg)
-        except StopIteration as exc:  # fn's own: not the end of the steps
-            raise RuntimeError("agrad.cooperative: fn raised StopIteration") from exc
-        finally:
-            _cooperating.running -= 1
-            _cooperating.local.job = None
+        with _cooperating.runs_kernels(self, self):
+            try:
+                request = switch(arg)
+            except StopIteration as exc:  # fn's own: not the end of the steps
+                raise RuntimeError("agrad.cooperative: fn raised StopIteration") from exc
         if glet.dead:
             raise StopIteration(request)
         return request
@@ -157,42 +165,22 @@ class _Cooperative:
         if _clock() >= budget.deadline:
             self._ask(SLICE_SPENT)
         thresholds = self._thresholds
-        if thresholds is None or (work := _forward_work(op, arrays)) < thresholds[1]:
+        if thresholds is None or (work := forward_work(op, arrays)) < thresholds[1]:
             return op.forward(np, *arrays, **attrs)
         big = work >= thresholds[0]
-        if not budget.busy and op.split_rows is not None and arrays[op.split_rows].ndim == 2:
+        if not budget.busy and (rows := splittable(op, arrays)):
             idle = self._pool().idle_workers()  # a block on the loop's thread takes one of the cores too
-            parts = min(arrays[op.split_rows].shape[0], idle if big else min(idle + 1, get_num_interop_threads()))
+            parts = min(rows, idle if big else min(idle + 1, get_num_interop_threads()))
             if parts > 1:
                 return self._in_row_blocks(op, arrays, attrs, parts, inline=not big)
         if big or budget.busy:
             return self._run([lambda: op.forward(np, *arrays, **attrs)], None)[0]
         return op.forward(np, *arrays, **attrs)
 
-    # Note [Products in row blocks]
-    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-    # BLAS runs one thread per kernel (Note [BLAS threads]), so a lone request's
-    # big product would use one core where PyTorch's intra-op threads use all.
-    # When the worker has no other job in line and kernel threads are idle, a
-    # product (an op declaring ``split_rows``: the input whose rows are the
-    # output's rows; the inputs before it with as many rows, addmm's ``input``,
-    # are split with it) runs in row blocks: one per idle kernel thread if it is
-    # above the offload threshold; below it (a block of it is short), one on the
-    # loop's thread and one per idle kernel thread, as many blocks as there are
-    # cores (``get_num_interop_threads``).  The blocks are concatenated.  It never oversubscribes: it
-    # takes only threads that are idle, and a busy worker offloads whole
-    # kernels instead (Note [Offloading when busy]).
     def _in_row_blocks(self, op: Any, arrays: list[Any], attrs: dict[str, Any], parts: int, inline: bool) -> Any:
-        k = op.split_rows
-        rows = arrays[k].shape[0]
-        bounds = [rows * p // parts for p in range(parts + 1)]
-
-        def block(i: int, j: int) -> Callable[[], Any]:
-            args = [a[i:j] if n == k or (n < k and a.ndim == 2 and a.shape[0] == rows) else a
-                    for n, a in enumerate(arrays)]
-            return lambda: op.forward(np, *args, **attrs)
-
-        kernels = [block(i, j) for i, j in zip(bounds, bounds[1:])]
+        """``op`` in ``parts`` row blocks, on idle kernel threads and, if ``inline``, this
+        thread (Note [Products in row blocks])."""
+        kernels = row_blocks(op, arrays, attrs, parts)
         here = kernels.pop(0) if inline else None
         try:
             return np.concatenate(self._run(kernels, here), axis=0)
@@ -231,6 +219,56 @@ class _Cooperative:
             results.append(result)
         return results
 
+    # Note [Backwards inside a cooperative call]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # A blocking twin called by ``fn`` runs its graph task right here, in the
+    # greenlet, as the blocking driver would on a thread, except that its
+    # requests are answered the cooperative way: a spent slice pauses the call
+    # (the worker's one budget, Note [Time slices]), a big kernel goes to the
+    # loop's kernel pool (this task's own slots, so it waits for its own
+    # kernels: the pool wakes it through the call), an ``async def backward`` is
+    # awaited by the caller (``wait_for``).  Its nodes run on the CPU worker's
+    # turns, as the call's other ops do, and it commits inline, like
+    # ``backward_sync()`` anywhere: ``fn`` goes on after it, so a cancellation
+    # can only reach ``fn`` at a later pause, never report a committed backward
+    # as cancelled (Note [After the commit]).  Handing it to the caller as an
+    # awaited backward instead, as agrad first did, cost two more worker starts,
+    # a turn of the caller and several loop passes: 0.2 ms of a batch-1 saliency
+    # request's 1 ms.  A task nested deep enough to spill (Note [Reentrant
+    # depth]) still goes to the caller, which runs it in a fresh task.
+    def run_backward(self, task: GraphTask) -> None:
+        """Run ``task`` (a blocking backward of ``fn``) in this greenlet (Note
+        [Backwards inside a cooperative call])."""
+        pool = self._pool()
+        task._wake = self._wake  # its kernels and slots wake the call
+        steps = task.run(current_options(), self._budget)
+        value: Any = None
+        exc: BaseException | None = None
+        while True:
+            try:
+                request = steps.send(value) if exc is None else steps.throw(exc)
+            except StopIteration:
+                return
+            value = exc = None
+            kind = type(request)
+            try:
+                if request is SLICE_SPENT:
+                    self._ask(SLICE_SPENT)
+                elif kind is Offload:
+                    value = pool.offload(task, request.job, request.helpers)
+                elif kind is WaitKernels:
+                    if request.shielded:  # aborting: its place in line for a slot goes to others now
+                        pool.forget(task)
+                    self._ask(request)
+                elif kind is DeviceJob:
+                    _device_workers.run_inline(request)
+                elif kind is DeviceIdle:
+                    _device_workers.synchronize(request.device)
+                elif request is not FINISH:  # the coroutine of an async def backward
+                    value = self.wait_for(request)
+            except BaseException as error:  # cancelled while paused, ...: the task aborts
+                exc = error
+
     def wait_for(self, aw: Awaitable[T]) -> T:
         """Have the caller await ``aw`` (in ``fn``'s context) and return its result."""
         try:
@@ -240,15 +278,3 @@ class _Cooperative:
             if close is not None:
                 close()
 
-
-def _forward_work(op: Any, arrays: list[Any]) -> int:
-    """A forward kernel's work in Note [Offload threshold]'s elements, from the
-    shapes alone: the elements it reads, or for a matrix product what
-    ``_product_work`` counts (its multiply-adds, and an eighth of the
-    elements); none for a view."""
-    if op.view:  # a view costs no kernel
-        return 0
-    touched = sum(a.size for a in arrays)
-    if op.work is not None and len(arrays) >= 2 and arrays[-1].ndim:  # a product of the last two
-        return arrays[-2].size * arrays[-1].shape[-1] // 48 + touched // 8  # type: ignore[no-any-return]
-    return touched  # type: ignore[no-any-return]

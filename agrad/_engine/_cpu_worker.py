@@ -161,7 +161,7 @@ class Turns:
             kind = type(request)
             try:
                 if kind is Offload:
-                    value = self._worker.pool().offload(task, request.job)
+                    value = self._worker.pool().offload(task, request.job, request.helpers)
                     continue
                 if kind is WaitKernels:
                     if request.shielded:  # aborting: its place in line for a slot goes to others now

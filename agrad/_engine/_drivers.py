@@ -88,14 +88,17 @@ async def _execute(task: GraphTask) -> None:
 def execute_sync(task: GraphTask) -> None:
     """Run ``task`` to completion on this thread, blocking (the blocking twin);
     on a fresh thread if it nests too deep (Note [Reentrant depth]).  Inside
-    ``agrad.cooperative`` it is awaited instead (Note [Cooperative calls])."""
+    ``agrad.cooperative`` the call runs it in its time slices instead (Note
+    [Backwards inside a cooperative call])."""
     job = _cooperating.current()
-    if job is not None:
-        job.wait_for(execute(task))
-        return
     try:
         if _spills(task):
-            _in_fresh_thread(_execute_sync, task)
+            if job is not None:  # the caller runs it in a fresh task of the loop
+                job.wait_for(_traps.in_fresh_task(_execute, task))
+            else:
+                _in_fresh_thread(_execute_sync, task)
+        elif job is not None:
+            job.run_backward(task)  # Note [Backwards inside a cooperative call]
         else:
             _execute_sync(task)
     except BaseException as exc:

@@ -35,7 +35,7 @@ from agrad._backends import device_of, on, writeable
 from agrad._device import CPU
 from agrad._dtype import SCALAR_TYPE_NAMES
 from agrad._engine._interrupts import deferred_interrupts
-from agrad._engine._options import EngineOptions, offload_thresholds
+from agrad._engine._options import EngineOptions, get_num_interop_threads, offload_thresholds
 
 if TYPE_CHECKING:
     from agrad._engine._cpu_worker import Budget
@@ -161,13 +161,16 @@ class WaitKernels:
 
 
 class Offload:
-    """Run ``job`` in a thread if a kernel slot is free; the driver answers True
-    if it started it, False if the task is now in line for a slot."""
+    """Run ``job`` in a thread if a kernel slot is free, with up to ``helpers``
+    idle slots for its products' row blocks (Note [Products in row blocks]); the
+    driver answers True if it started it, False if the task is now in line for
+    a slot."""
 
-    __slots__ = ("job",)
+    __slots__ = ("job", "helpers")
 
-    def __init__(self, job: Callable[[], None]) -> None:
+    def __init__(self, job: Callable[[], None], helpers: int = 0) -> None:
         self.job = job
+        self.helpers = helpers
 
 
 class DeviceJob:
@@ -546,9 +549,10 @@ class GraphTask:
                             yield self._device_job(node, inputs, check_nan, dev)
                             continue
                     if threshold is not None and (
-                            node._work >= (busy_threshold if budget.busy else threshold)  # type: ignore[union-attr]
+                            node._work >= (busy_threshold if budget.busy else threshold)  # type: ignore[union-attr,operator]
                             if node.offload is None else node.offload):
-                        job = Offload(self._job(node, inputs, check_nan, CPU))
+                        job = Offload(self._job(node, inputs, check_nan, CPU),
+                                      0 if budget.busy else _row_block_helpers(node, inputs))  # type: ignore[union-attr]
                         if not (yield job):
                             parked = job
                             yield WAIT
@@ -1002,6 +1006,17 @@ def _kernel(node: Node, inputs: list[Any], task: GraphTask) -> list[Any]:
             shape, dtype, dev = edge[0]._input_meta[edge[1]]
             outputs[i] = _conform(g, shape, dtype, dev, node, i)
     return outputs
+
+
+def _row_block_helpers(node: Node, inputs: list[Any]) -> int:
+    """How many idle kernel threads an offloaded product node's kernel may ask
+    for, to run its products in row blocks (Note [Products in row blocks]): one
+    per other core if its gradient is a matrix of several rows, else none."""
+    op = getattr(node, "op", None)
+    g = inputs[0]
+    if op is None or op.split_rows is None or g is None or g.ndim != 2 or g.shape[0] < 2:
+        return 0
+    return get_num_interop_threads() - 1
 
 
 def node_device(node: Node) -> Any:

@@ -26,11 +26,13 @@ import threading
 import weakref
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio.lowlevel
 
 from agrad._engine._options import get_num_interop_threads
+from agrad._engine._row_blocks import RowBlocks
 
 if TYPE_CHECKING:
     from agrad._engine._graph_task import GraphTask
@@ -67,15 +69,17 @@ class KernelPool:
         self._waiting: deque[GraphTask] = deque()
         # The one structure shared with the workers' threads, under _lock:
         # kernels queued, and how many workers are active.
-        self._queue: deque[tuple[Callable[[], None], GraphTask]] = deque()
+        self._queue: deque[tuple[Callable[[], None], GraphTask, RowBlocks | None]] = deque()
         self._lock = threading.Lock()
         self._workers = 0
         self._busy = 0  # workers running a kernel (the others are about to look at the queue)
         self._start_worker = start_worker  # run a function in a borrowed thread
         self._post = post  # call a function on the loop's thread, from any thread
 
-    def offload(self, task: "GraphTask", job: Callable[[], None]) -> bool:
-        """Queue ``job`` (a kernel of ``task``) if a slot is free for it now.
+    def offload(self, task: "GraphTask", job: Callable[[], None], helpers: int = 0) -> bool:
+        """Queue ``job`` (a kernel of ``task``) if a slot is free for it now, with up
+        to ``helpers`` more slots, those idle now, reserved for its products' row
+        blocks (Note [Products in row blocks]); they are freed with its own.
 
         Returns False if every slot is taken: ``task`` is then in line, and is
         woken when a slot is handed to it.
@@ -89,9 +93,13 @@ class KernelPool:
                 task._in_line = True
                 self._waiting.append(task)
             return False
+        blocks = None  # Note [Products in row blocks]: the idle slots but the job's own, as helpers
+        if helpers and not self._waiting and (helpers := min(helpers, get_num_interop_threads() - self.running)) > 0:
+            self.running += helpers
+            blocks = RowBlocks(helpers)
         task._outstanding += 1
         with self._lock:
-            self._queue.append((job, task))
+            self._queue.append((job, task, blocks))
             # Note [Starting workers]
             # ~~~~~~~~~~~~~~~~~~~~~~~
             # A new worker only if the idle ones (finished with a kernel, about to
@@ -111,10 +119,14 @@ class KernelPool:
             except BaseException:  # no thread to be had (the loop is shutting down)
                 with self._lock:
                     self._workers -= 1
-                    self._queue.remove((job, task))
+                    self._queue.remove((job, task, blocks))
                 task._outstanding -= 1
-                self._release()
+                self._release(1 + (blocks.helpers if blocks is not None else 0))
                 raise
+        if blocks is not None:
+            for _ in range(blocks.helpers):
+                with contextlib.suppress(RuntimeError):  # none to be had: the job runs its blocks itself
+                    self._start_worker(blocks.help)
         return True
 
     def _work(self) -> None:
@@ -125,9 +137,15 @@ class KernelPool:
                 if not queue:
                     self._workers -= 1
                     return
-                job, task = queue.popleft()
+                job, task, blocks = queue.popleft()
                 self._busy += 1
-            job()  # never raises: it hands exceptions to its task
+            # Never raises: the job hands exceptions to its task.
+            if blocks is None:
+                job()
+                slots = 1
+            else:
+                blocks.run(job)
+                slots = 1 + blocks.helpers
             # Let go of the job (its nodes and gradients) before the loop hears
             # that it ended: once a stopped task's backward returns, its graph must
             # be garbage (Note [Kernels of a stopped task]), not held by this
@@ -135,15 +153,15 @@ class KernelPool:
             del job
             with lock:
                 self._busy -= 1
-            post(lambda task=task: self._done(task))
+            post(partial(self._done, task, slots))
 
-    def _done(self, task: "GraphTask") -> None:
+    def _done(self, task: "GraphTask", slots: int) -> None:
         task._outstanding -= 1
-        self._release()
+        self._release(slots)
         task._wake()
 
-    def _release(self) -> None:
-        self.running -= 1
+    def _release(self, slots: int = 1) -> None:
+        self.running -= slots
         limit = 2 * get_num_interop_threads()
         waiting = self._waiting
         while waiting and self.running < limit:

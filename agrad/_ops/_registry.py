@@ -397,10 +397,10 @@ def apply(op: OpDef, args: Sequence[Any], attrs: dict[str, Any]) -> Tensor:
     try:
         if dev is CPU:
             xp = np
-            if not _cooperating.running or (job := _cooperating.local.job) is None:
+            if not _cooperating.running or (runner := _cooperating.local.runner) is None:
                 out = op.forward(np, *arrays, **attrs) if attrs else op.forward(np, *arrays)
-            else:  # Note [Cooperative calls]: may pause, or run in a kernel thread
-                out = job.forward(op, arrays, attrs)
+            else:  # Notes [Cooperative calls], [Products in row blocks]: may pause, or split
+                out = runner.forward(op, arrays, attrs)
             if type(out) is not _ndarray:
                 out = _as_array(out, np)
         else:

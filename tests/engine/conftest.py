@@ -14,11 +14,13 @@ in, the thread it blocks).
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import Any
 
 import pytest
 
 import agrad
+from agrad._ops._registry import REGISTRY
 from agrad.autograd.graph import engine_options
 
 
@@ -68,3 +70,21 @@ class Api:
                 ids=["awaited", "offloaded", "blocking"])
 def api(request: pytest.FixtureRequest) -> Api:
     return request.param
+
+
+@pytest.fixture
+def product_blocks(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, int]]:
+    """``(op, rows, thread)`` per call of the matrix products' forward kernels
+    (``matmul``, ``mm``, ``addmm``): where their row blocks ran (Note [Products
+    in row blocks])."""
+    calls: list[tuple[str, int, int]] = []
+    for name in ("matmul", "mm", "addmm"):
+        op = REGISTRY[name]
+
+        def recorded(xp: Any, *arrays: Any, _forward: Any = op.forward, _name: str = name,
+                     _k: int = op.split_rows, **attrs: Any) -> Any:
+            calls.append((_name, arrays[_k].shape[0], threading.get_ident()))
+            return _forward(xp, *arrays, **attrs)
+
+        monkeypatch.setattr(op, "forward", recorded)
+    return calls

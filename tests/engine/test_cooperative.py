@@ -342,22 +342,6 @@ async def test_an_offloaded_kernels_error_is_pytorchs() -> None:
     assert worker_is_idle()
 
 
-@pytest.fixture
-def product_blocks(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, int]]:
-    """``(op, rows, thread)`` per call of ``matmul``'s and ``addmm``'s forward kernels."""
-    calls: list[tuple[str, int, int]] = []
-    for name, k in (("matmul", 0), ("addmm", 1)):
-        op = REGISTRY[name]
-
-        def recorded(xp: Any, *arrays: Any, _forward: Any = op.forward, _name: str = name, _k: int = k,
-                     **attrs: Any) -> Any:
-            calls.append((_name, arrays[_k].shape[0], threading.get_ident()))
-            return _forward(xp, *arrays, **attrs)
-
-        monkeypatch.setattr(op, "forward", recorded)
-    return calls
-
-
 @pytest.mark.parametrize("bias_rows", [1, 64], ids=["bias-row", "bias-matrix"])
 async def test_a_lone_product_runs_in_row_blocks_on_idle_threads(
         product_blocks: list[tuple[str, int, int]], bias_rows: int) -> None:
@@ -390,23 +374,31 @@ async def test_a_lone_product_runs_in_row_blocks_on_idle_threads(
 # -- 4. blocking backwards inside: awaited on the worker, committed by the caller ---------------
 
 
-async def test_backward_sync_inside_runs_on_the_worker_and_commits_in_the_caller() -> None:
+async def test_backward_sync_inside_runs_on_the_worker_in_slices_and_commits_inline() -> None:
+    # Note [Backwards inside a cooperative call]: fn's own greenlet runs the
+    # backward in the worker's turns and commits it before fn goes on.
     log: list[str] = []
     node_tasks: set[str] = set()
     x, loss = chain(log, "node", 5 * SLICE_TICKS, lambda: node_tasks.add(anyio.get_current_task().name))
-    hooked: list[tuple[int, list[float]]] = []
-    x.register_post_accumulate_grad_hook(lambda t: hooked.append((anyio.get_current_task().id,
+    hooked: list[tuple[str, str, list[float]]] = []
+    in_fn: contextvars.ContextVar[str] = contextvars.ContextVar("in_fn", default="caller")
+    x.register_post_accumulate_grad_hook(lambda t: hooked.append((anyio.get_current_task().name, in_fn.get(),
                                                                   t.grad.tolist())))
-    caller = anyio.get_current_task().id
+
+    def fn() -> list[float]:
+        in_fn.set("fn")
+        loss.backward_sync()
+        return x.grad.tolist()  # committed when backward_sync returns
+
     ticker = Ticker(log)
     async with anyio.create_task_group() as tg:
         tg.start_soon(ticker.run)
         await ticker.started()
         with engine_options(time_slice=SLICE, offload="never"):
-            await agrad.cooperative(loss.backward_sync)
+            assert await agrad.cooperative(fn) == [2.0, 2.0, 2.0]
         ticker.stop()
     assert node_tasks == {WORKER_NAME}
-    assert hooked == [(caller, [2.0, 2.0, 2.0])]
+    assert hooked == [(WORKER_NAME, "fn", [2.0, 2.0, 2.0])]  # once, in fn's context
     assert max(ticker.between) <= MAX_PER_PASS  # awaited in slices, not run through on the loop
     assert_grad(x, 2.0)
 
@@ -675,17 +667,30 @@ def unawaited_agrad_coroutines() -> list[Any]:
             and obj.cr_code.co_filename.startswith(AGRAD_DIR)]
 
 
-async def test_cancelled_as_fn_hands_over_a_backward_leaves_no_coroutine() -> None:
-    # fn's caller is cancelled in the step where fn hands it its backward to
-    # await: that coroutine must be closed, not left "never awaited" (a
-    # RuntimeWarning when it is collected, whenever that is).
+class AsyncDouble(agrad.autograd.Function):
+    """``2 x``, whose backward is a coroutine: a nested backward hands it to the caller."""
+
+    @staticmethod
+    def forward(ctx: Any, x: agrad.Tensor) -> agrad.Tensor:
+        return x * 2.0
+
+    @staticmethod
+    async def backward(ctx: Any, g: agrad.Tensor) -> agrad.Tensor:
+        return g * 2.0
+
+
+async def test_cancelled_as_fn_hands_over_an_async_backward_leaves_no_coroutine() -> None:
+    # fn's caller is cancelled in the step where fn's backward hands it an
+    # ``async def backward`` to await: that coroutine must be closed, not left
+    # "never awaited" (a RuntimeWarning when it is collected, whenever that is),
+    # and the backward aborts with .grad untouched.
     w = agrad.ones(3, dtype=agrad.float64, requires_grad=True)
     recorder = Recorder()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with anyio.CancelScope() as scope:
             def fn() -> None:
-                loss = (w * 2.0).sum()
+                loss = AsyncDouble.apply(w).sum()
                 scope.cancel()
                 loss.backward_sync()
 
@@ -697,6 +702,25 @@ async def test_cancelled_as_fn_hands_over_a_backward_leaves_no_coroutine() -> No
     assert recorder.raised == [anyio.get_cancelled_exc_class()] and recorder.finished
     assert w.grad is None
     assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == [] and left == []
+    await assert_still_usable()
+
+
+async def test_a_cancellation_reaches_fn_at_a_pause_not_inside_a_short_backward() -> None:
+    # Note [Backwards inside a cooperative call]: a backward that fits in the
+    # slice runs and commits as backward_sync() does anywhere; the caller's
+    # cancellation is delivered at the next pause (here: after fn returned).
+    w = agrad.ones(3, dtype=agrad.float64, requires_grad=True)
+    recorder = Recorder()
+    with anyio.CancelScope() as scope:
+        def fn() -> None:
+            loss = (w * 2.0).sum()
+            scope.cancel()
+            loss.backward_sync()
+
+        await agrad.cooperative(recorder.run, fn)
+    assert scope.cancelled_caught
+    assert recorder.raised == [] and recorder.finished
+    assert w.grad.tolist() == [2.0, 2.0, 2.0]
     await assert_still_usable()
 
 

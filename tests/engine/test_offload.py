@@ -27,6 +27,7 @@ import agrad
 from agrad._engine._graph_task import GraphTask
 from agrad._engine._options import EngineOptions
 from agrad._engine._pool import KernelPool, current_pool
+from agrad._ops._registry import REGISTRY
 from agrad.autograd.graph import engine_options
 from tests.engine._models import WAIT, pool_is_idle
 
@@ -379,8 +380,8 @@ def count_jobs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     started = [0]
     offload = KernelPool.offload
 
-    def counting(self: KernelPool, task: Any, job: Any) -> bool:
-        ok = offload(self, task, job)
+    def counting(self: KernelPool, task: Any, job: Any, helpers: int = 0) -> bool:
+        ok = offload(self, task, job, helpers)
         started[0] += ok
         return ok
 
@@ -487,3 +488,90 @@ async def test_mid_size_kernels_go_to_threads_only_while_the_worker_is_busy(monk
             for x in xs:
                 tg.start_soon(x.exp().sum().backward)
     assert offloaded == []
+
+
+# -- Note [Products in row blocks] -------------------------------------------------------------------------
+def linear_layer(rng: np.random.Generator, rows: int) -> tuple[agrad.Tensor, ...]:
+    """x (rows, 512), W (512, 512), b (512,), all requiring grad: ``F.linear``'s
+    AddmmBackward0 is a mid-size node (above the busy threshold, below the offload
+    threshold) when ``rows`` is 64."""
+    return tuple(agrad.tensor(rng.standard_normal(shape), requires_grad=True)
+                 for shape in ((rows, 512), (512, 512), (512,)))
+
+
+def expected_grads(x: agrad.Tensor, w: agrad.Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """d sum(x @ w.T + b) / d (x, w, b), in numpy."""
+    ones = np.ones((x.shape[0], w.shape[0]))
+    return ones @ w.detach().numpy(), ones.T @ x.detach().numpy(), ones.sum(axis=0)
+
+
+async def test_a_lone_backward_runs_its_products_in_row_blocks(
+        product_blocks: list[tuple[str, int, int]], interop_threads: Any, rng: np.random.Generator,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    interop_threads(2)
+    mm = REGISTRY["mm"]
+    meet = threading.Barrier(2, timeout=WAIT)  # a block waits for the other: both run at once, on two threads
+
+    def meeting(xp: Any, input: Any, mat2: Any, _forward: Any = mm.forward) -> Any:
+        if input.shape[0] in (32, 256):
+            meet.wait()
+        return _forward(xp, input, mat2)
+
+    monkeypatch.setattr(mm, "forward", meeting)
+    x, w, b = linear_layer(rng, 64)
+    loss = agrad.nn.functional.linear(x, w, b).sum()
+    options = EngineOptions()
+    assert options.busy_offload_threshold <= loss.grad_fn.next_functions[0][0]._work < options.offload_threshold
+    product_blocks.clear()
+    with engine_options(offload_threshold=options.busy_offload_threshold):  # the node goes to a thread
+        await loss.backward()
+    # Each of the node's two products (g @ W for x, x.T @ g for W) in two row blocks,
+    # one on the kernel thread that runs the node, one on a helper; none on the loop.
+    blocks = [(rows, thread) for name, rows, thread in product_blocks if name == "mm"]
+    assert sorted(rows for rows, _ in blocks) == [32, 32, 256, 256]
+    assert threading.get_ident() not in {thread for _, thread in blocks}
+    assert len({thread for _, thread in blocks}) == 2
+    for got, want in zip((x.grad, w.grad, b.grad), expected_grads(x, w)):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+    await pool_is_idle()  # the helpers' reserved slots were given back
+
+    product_blocks.clear()  # by default the mid-size node stays on the loop, whole
+    await agrad.nn.functional.linear(x, w, b).sum().backward()
+    assert [(rows, thread) for name, rows, thread in product_blocks if name == "mm"] == [
+        (64, threading.get_ident()), (512, threading.get_ident())]
+
+
+async def test_products_stay_whole_when_busy_for_one_row_or_blocking(
+        product_blocks: list[tuple[str, int, int]], interop_threads: Any, rng: np.random.Generator) -> None:
+    interop_threads(2)
+    layers = [linear_layer(rng, 64) for _ in range(3)]
+    product_blocks.clear()
+    async with anyio.create_task_group() as tg:  # three in line: the worker is busy
+        for x, w, b in layers:
+            tg.start_soon(agrad.nn.functional.linear(x, w, b).sum().backward)
+    assert sorted(rows for name, rows, _ in product_blocks if name == "mm") == [64] * 3 + [512] * 3
+
+    product_blocks.clear()
+    x, w, b = linear_layer(rng, 64)
+    agrad.nn.functional.linear(x, w, b).sum().backward_sync()  # the blocking twin: inline, whole
+    assert [(rows, thread) for name, rows, thread in product_blocks if name == "mm"] == [
+        (64, threading.get_ident()), (512, threading.get_ident())]
+    for got, want in zip((x.grad, w.grad, b.grad), expected_grads(x, w)):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+
+    product_blocks.clear()
+    x = agrad.tensor(rng.standard_normal((1, 4096)), requires_grad=True)  # a gradient of one row
+    w = agrad.tensor(rng.standard_normal((4096, 4096)), requires_grad=True)
+    b = agrad.zeros(4096, dtype=agrad.float64, requires_grad=True)
+    await agrad.nn.functional.linear(x, w, b).sum().backward()
+    assert sorted(rows for name, rows, _ in product_blocks if name == "mm") == [1, 4096]
+    await pool_is_idle()
+
+
+def test_a_product_split_in_row_blocks_fails_as_the_whole_product() -> None:
+    from agrad._engine._row_blocks import RowBlocks
+
+    a, b = np.ones((64, 600)), np.ones((512, 600))  # 600 != 512: every block fails
+    with pytest.raises(RuntimeError, match=r"^mat1 and mat2 shapes cannot be multiplied \(64x600 and 512x600\)$"):
+        RowBlocks(1).forward(REGISTRY["mm"], [a, b], {})
+    np.testing.assert_array_equal(RowBlocks(1).forward(REGISTRY["mm"], [a, b.T], {}), a @ b.T)
