@@ -12,10 +12,12 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import threading
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import anyio
@@ -64,8 +66,25 @@ def snapshot(leaves: list[agrad.Tensor]) -> Snapshot:
     return [(leaf.grad, None if leaf.grad is None else leaf.grad.numpy().copy()) for leaf in leaves]
 
 
-def grad_problems(leaves: list[agrad.Tensor], before: Snapshot, added: list[Contribution]) -> list[str]:
-    """How ``.grad`` differs from ``before`` plus the contributions of the calls that returned."""
+def grad_problems(leaves: list[agrad.Tensor], before: Snapshot, added: list[Contribution],
+                  maybe: Sequence[Contribution] = ()) -> list[str]:
+    """How ``.grad`` differs from ``before`` plus the contributions of the calls that
+    returned, and of each of ``maybe`` or not: calls that raised but may have
+    committed first (a cancelled ``agrad.cooperative`` call whose ``fn`` ran its
+    backward before the cancellation reached it).  A call adds all of its
+    contribution or none of it."""
+    first: list[str] | None = None
+    for r in range(len(maybe) + 1):
+        for subset in itertools.combinations(maybe, r):
+            problems = _grad_problems(leaves, before, [*added, *subset])
+            if not problems:
+                return []
+            first = problems if first is None else first
+    assert first is not None
+    return first
+
+
+def _grad_problems(leaves: list[agrad.Tensor], before: Snapshot, added: list[Contribution]) -> list[str]:
     problems = []
     for i, (leaf, (old, old_value)) in enumerate(zip(leaves, before)):
         parts = [c[i] for c in added if c[i] is not None]

@@ -1,5 +1,9 @@
 """Seeded random cancellation of awaited backwards, by every mechanism of the loop it runs on.
 
+A quarter of the trials (by a draw of their own) run the calls' blocking twins
+inside ``agrad.cooperative`` instead; such a call may commit and still be
+cancelled, so its gradient may or may not be in ``.grad``, but whole.
+
 Trial ``seed`` builds graph ``seed`` (``_graphs.build``), snapshots every
 leaf's ``.grad``, and runs the graph's calls (one, or several at once into
 shared leaves) under a cancellation mechanism picked by the seed, cancelling
@@ -23,6 +27,7 @@ from typing import Any
 import anyio
 import sniffio
 
+import agrad
 from tests.reliability import _graphs, _invariants
 from tests.reliability._invariants import Tally
 
@@ -165,6 +170,13 @@ MECHANISMS: dict[str, dict[str, Mechanism]] = {
 }
 
 
+try:
+    import greenlet  # noqa: F401  (agrad.cooperative needs it)
+    _COOPERATIVE = True
+except ImportError:  # the soak runs without the serving extra, minus the cooperative trials
+    _COOPERATIVE = False
+
+
 def _expected(exc: BaseException) -> bool:
     """How a cancelled trial may end: cancellation, a deadline, or the sibling's failure."""
     if isinstance(exc, BaseExceptionGroup):
@@ -192,9 +204,15 @@ async def trial(seed: int, tally: Tally, backend: str) -> None:
     before = _invariants.snapshot(graph.leaves)
     results: list[Any] = [None] * len(graph.calls)
     returned = [False] * len(graph.calls)
+    # A quarter of the trials run each call's blocking twin inside agrad.cooperative
+    # (its own draw, so the other draws of a seed stay what they were).
+    cooperative = _COOPERATIVE and random.Random(seed ^ 0xC00).random() < 0.25
 
     async def one(i: int) -> None:
-        results[i] = await _graphs.run_async(graph.calls[i])
+        if cooperative:
+            results[i] = await agrad.cooperative(_graphs.run_sync, graph.calls[i])
+        else:
+            results[i] = await _graphs.run_async(graph.calls[i])
         returned[i] = True
 
     async def body() -> None:
@@ -206,7 +224,7 @@ async def trial(seed: int, tally: Tally, backend: str) -> None:
                     for i in range(len(graph.calls)):
                         tg.start_soon(one, i)
 
-    what = f"{backend} {name} on {graph.describe()}"
+    what = f"{backend} {name}{' in agrad.cooperative' if cooperative else ''} on {graph.describe()}"
     mechanism_name = f"{backend}: {name}"
     tally.trials[mechanism_name] += 1
     problems: list[str] = []
@@ -218,9 +236,15 @@ async def trial(seed: int, tally: Tally, backend: str) -> None:
         tally.outcomes[f"raised {type(exc).__name__}"] += 1
     else:
         tally.outcomes["completed"] += 1
+    if cooperative:
+        tally.outcomes["(of which in agrad.cooperative)"] += 1
     problems += _invariants.provisional_problems()
     added = [ref for ref, ok, c in zip(reference, returned, graph.calls) if ok and c.mode == "backward"]
-    problems += _invariants.grad_problems(graph.leaves, before, added)
+    # A cancelled cooperative call may have committed its backward before the
+    # cancellation reached fn (Note [Backwards inside a cooperative call]).
+    maybe = [ref for ref, ok, c in zip(reference, returned, graph.calls)
+             if cooperative and not ok and c.mode == "backward"]
+    problems += _invariants.grad_problems(graph.leaves, before, added, maybe)
     problems += _invariants.result_problems(
         [r if ok else None for r, ok in zip(results, returned)], reference)
     problems += await _invariants.settle_async()
