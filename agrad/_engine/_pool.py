@@ -61,7 +61,7 @@ class KernelPool:
     (:meth:`forget`).
     """
 
-    __slots__ = ("running", "_waiting", "_queue", "_lock", "_workers", "_busy", "_start_worker", "_post")
+    __slots__ = ("running", "_waiting", "_queue", "_lock", "_workers", "_busy", "_helpers", "_start_worker", "_post")
 
     def __init__(self, start_worker: Callable[[Callable[[], None]], None],
                  post: Callable[[Callable[[], None]], None]) -> None:
@@ -73,6 +73,7 @@ class KernelPool:
         self._lock = threading.Lock()
         self._workers = 0
         self._busy = 0  # workers running a kernel (the others are about to look at the queue)
+        self._helpers = 0  # threads reserved for jobs' row blocks (loop's thread only)
         self._start_worker = start_worker  # run a function in a borrowed thread
         self._post = post  # call a function on the loop's thread, from any thread
 
@@ -96,6 +97,7 @@ class KernelPool:
         blocks = None  # Note [Products in row blocks]: the idle slots but the job's own, as helpers
         if helpers and not self._waiting and (helpers := min(helpers, get_num_interop_threads() - self.running)) > 0:
             self.running += helpers
+            self._helpers += helpers
             blocks = RowBlocks(helpers)
         task._outstanding += 1
         with self._lock:
@@ -110,7 +112,10 @@ class KernelPool:
             # during a ~1 s matmul-heavy backward, 2 cores, A/B in one session):
             # p99 lateness 7.0-7.6 ms before, 3.8-3.9 ms after, and the backward
             # 1.6-1.9 s before, 1.1-1.2 s after.
-            start = self._workers - self._busy < len(self._queue) and self._workers < get_num_interop_threads()
+            # Helpers count as workers here: a job's helpers and a second worker
+            # beside it would run more threads than there are cores.
+            start = (self._workers - self._busy < len(self._queue)
+                     and self._workers + self._helpers < get_num_interop_threads())
             if start:
                 self._workers += 1
         if start:
@@ -121,7 +126,9 @@ class KernelPool:
                     self._workers -= 1
                     self._queue.remove((job, task, blocks))
                 task._outstanding -= 1
-                self._release(1 + (blocks.helpers if blocks is not None else 0))
+                helpers = blocks.helpers if blocks is not None else 0
+                self._helpers -= helpers
+                self._release(1 + helpers)
                 raise
         if blocks is not None:
             for _ in range(blocks.helpers):
@@ -157,6 +164,7 @@ class KernelPool:
 
     def _done(self, task: "GraphTask", slots: int) -> None:
         task._outstanding -= 1
+        self._helpers -= slots - 1
         self._release(slots)
         task._wake()
 

@@ -136,7 +136,7 @@ async def pool_is_idle() -> None:
     """No kernel in flight or queued and no task in line in this loop's pool, and
     its workers give their threads back."""
     pool = current_pool()
-    assert pool.running == 0 and not pool._queue and not pool._waiting
+    assert pool.running == 0 and pool._helpers == 0 and not pool._queue and not pool._waiting
     with anyio.fail_after(WAIT):
         while pool._workers:  # noqa: ASYNC110  (a count the workers' threads lower)
             await anyio.sleep(0.001)

@@ -14,6 +14,7 @@ import asyncio
 import gc
 import threading
 import time
+import types
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -575,3 +576,23 @@ def test_a_product_split_in_row_blocks_fails_as_the_whole_product() -> None:
     with pytest.raises(RuntimeError, match=r"^mat1 and mat2 shapes cannot be multiplied \(64x600 and 512x600\)$"):
         RowBlocks(1).forward(REGISTRY["mm"], [a, b], {})
     np.testing.assert_array_equal(RowBlocks(1).forward(REGISTRY["mm"], [a, b.T], {}), a @ b.T)
+
+
+def test_a_jobs_helpers_count_as_workers(interop_threads: Any) -> None:
+    # A job with a helper on 2 cores: a second job queued beside it waits for the
+    # job's worker instead of starting another thread (3 threads on 2 cores).
+    interop_threads(2)
+    started: list[Any] = []
+    posted: list[Any] = []
+    pool = KernelPool(started.append, posted.append)
+    first, second = (types.SimpleNamespace(_slot_granted=False, _in_line=False, _outstanding=0,
+                                           _wake=lambda: None, reentrant_depth=0) for _ in range(2))
+    assert pool.offload(first, lambda: None, helpers=1)
+    assert len(started) == 2 and pool.running == 2  # its worker and its helper
+    assert pool.offload(second, lambda: None)  # queued: a slot is free (2n in flight)
+    assert len(started) == 2  # no third thread
+    started[0]()  # the worker runs both jobs, then the helper's thread is let go
+    started[1]()
+    for done in posted:
+        done()
+    assert pool.running == 0 and pool._helpers == 0 and first._outstanding == second._outstanding == 0
