@@ -71,11 +71,15 @@ async def cooperative(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     backward (``loss.backward_sync()``, ``agrad.autograd.grad_sync``), an
     optimizer step.  It runs on the event loop's thread in time slices shared
     with every backward on the loop, pausing between agrad ops; big kernels run
-    in the engine's kernel threads, and its blocking backwards are awaited (see
-    Note [Cooperative calls] in ``agrad/_engine/_cooperative.py``).  Returns
-    what ``fn`` returns and raises what it raises.  Cancelling the awaiting task
-    raises the cancellation inside ``fn`` at its next pause.  Needs the
-    ``greenlet`` package (``pip install 'agrad[serving]'``).
+    in the engine's kernel threads, and its blocking backwards run in the same
+    slices and commit before ``fn`` goes on (see Note [Cooperative calls] in
+    ``agrad/_engine/_cooperative.py``).  Returns what ``fn`` returns and raises
+    what it raises.  Cancelling the awaiting task raises the cancellation
+    inside ``fn`` at its next pause; if ``fn`` has no pause left and returns,
+    the caller is still cancelled and ``fn``'s result is dropped, as with
+    ``asyncio.to_thread`` (what ``fn`` did, a committed backward included,
+    stays done).  Needs the ``greenlet`` package (``pip install
+    'agrad[serving]'``).
 
     Example::
 
