@@ -19,11 +19,10 @@ whole kernels instead, Note [Offloading when busy]).  Two places split:
 * a backward's product node (``GraphTask._execute``): a product node big
   enough to go to a kernel thread (Note [Offload threshold]), while the
   worker has nothing else in line, asks for *helpers*: the pool reserves as
-  many of its idle
-  slots as it can and borrows a thread for each, as it does for its workers
-  (``KernelPool.offload``).  While that thread runs the job, its kernel
-  runner is a :class:`RowBlocks`, which runs each big product op as one
-  block on that thread and one per helper.  The job's thread waits for its
+  many of its idle slots as it can and borrows a thread for each, as it does
+  for its workers (``KernelPool.offload``).  While that thread runs the job,
+  its kernel runner is a :class:`RowBlocks`, which runs each big product op
+  as one block on that thread and one per helper.  The job's thread waits for its
   helpers synchronously: it holds no loop and no lock, and the helpers only
   compute.  The helpers' threads go back when the job ends, so between
   backwards no thread is held.  A mid-size product node stays on the loop,
@@ -64,9 +63,7 @@ def forward_work(op: Any, arrays: list[Any]) -> int:
     elements); none for a view."""
     if op.view:  # a view costs no kernel
         return 0
-    touched = 0
-    for a in arrays:  # a loop, not sum() of a generator: this runs for every op of a cooperative call
-        touched += a.size
+    touched = sum(a.size for a in arrays)
     if op.work is not None and len(arrays) >= 2 and arrays[-1].ndim:  # a product of the last two
         return arrays[-2].size * arrays[-1].shape[-1] // 48 + touched // 8  # type: ignore[no-any-return]
     return touched  # type: ignore[no-any-return]
