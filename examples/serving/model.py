@@ -85,7 +85,7 @@ def _features_agrad(x: agrad.Tensor) -> agrad.Tensor:
 # Each computation is plain PyTorch-style code, written once: the blocking
 # backend calls it in a thread, the awaited backend hands it to
 # agrad.cooperative, which runs it on the loop in time slices (its grad_sync
-# becomes an awaited backward), so the handler never blocks the loop.
+# included, in the same slices), so the handler never blocks the loop.
 
 
 def saliency_agrad_sync(x: np.ndarray) -> np.ndarray:
