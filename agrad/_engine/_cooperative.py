@@ -34,34 +34,25 @@ asyncio, uvloop and trio alike.
 from __future__ import annotations
 
 import contextvars
-import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
 from agrad._engine import _cooperating, _device_workers, _traps
 from agrad._engine._admission import admitted, mark_inside
 from agrad._engine._cpu_worker import DONE, CpuWorker, cpu_worker, serve
-from agrad._engine._graph_task import (
-    DRAIN,
-    FINISH,
-    SLICE_SPENT,
-    WAIT,
-    DeviceIdle,
-    DeviceJob,
-    GraphTask,
-    Offload,
-    WaitKernels,
-    _nothing,
-)
-from agrad._engine._options import current_options, get_num_interop_threads, offload_thresholds
+from agrad._engine._graph_task import GraphTask
+from agrad._engine._offload import goes_to_thread, offload_thresholds
+from agrad._engine._options import current_options, get_num_interop_threads
+from agrad._engine._pool import InFlight
+from agrad._engine._requests import DRAIN, FINISH, SLICE_SPENT, WAIT, DeviceIdle, DeviceJob, RunKernel, WaitKernels
 from agrad._engine._row_blocks import forward_work, row_blocks, splittable
+from agrad._engine._slices import clock
 
 __all__ = ["cooperative"]
 
 T = TypeVar("T")
-_clock = time.perf_counter
 
 
 async def cooperative(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
@@ -118,17 +109,13 @@ def _greenlet() -> Any:
 class _Cooperative:
     """One cooperative call: a job of the CPU worker whose steps are a greenlet's switches."""
 
-    __slots__ = ("reentrant_depth", "_outstanding", "_slot_granted", "_in_line", "_wake", "_glet", "_budget",
-                 "_thresholds", "_getcurrent", "_pool")
+    __slots__ = ("reentrant_depth", "in_flight", "_glet", "_budget", "_thresholds", "_getcurrent", "_pool")
 
     def __init__(self, fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any],
                  context: contextvars.Context, worker: CpuWorker, thresholds: tuple[int, int] | None) -> None:
         greenlet = _greenlet()
         self.reentrant_depth = 0
-        self._outstanding = 0  # kernels in threads (Note [Kernel slots])
-        self._slot_granted = False
-        self._in_line = False
-        self._wake: Callable[[], None] = _nothing  # set by the worker
+        self.in_flight = InFlight(0)  # kernels in threads (Note [Kernel slots]); woken by the worker
         self._budget = worker.budget
         self._pool = worker.pool  # this loop's kernel pool
         self._thresholds = thresholds
@@ -166,7 +153,7 @@ class _Cooperative:
         it is a big enough product (Notes [Cooperative calls], [Products in row
         blocks])."""
         budget = self._budget
-        if _clock() >= budget.deadline:
+        if clock() >= budget.deadline:
             self._ask(SLICE_SPENT)
         thresholds = self._thresholds
         if thresholds is None or (work := forward_work(op, arrays)) < thresholds[1]:
@@ -177,7 +164,7 @@ class _Cooperative:
             parts = min(rows, idle if big else min(idle + 1, get_num_interop_threads()))
             if parts > 1:
                 return self._in_row_blocks(op, arrays, attrs, parts, inline=not big)
-        if big or budget.busy:
+        if goes_to_thread(work, None, thresholds, budget.busy):
             return self._run([lambda: op.forward(np, *arrays, **attrs)], None)[0]
         return op.forward(np, *arrays, **attrs)
 
@@ -211,14 +198,14 @@ class _Cooperative:
 
         try:
             for n, kernel in enumerate(kernels):
-                request = Offload(job(n, kernel))
+                request = RunKernel(job(n, kernel))
                 while not self._ask(request):  # in line for a kernel slot until one is handed over
                     self._ask(WAIT)
             first = here() if here is not None else None
-            while self._outstanding:
+            while self.in_flight.outstanding:
                 self._ask(WAIT)
         except BaseException:  # cancelled: the kernels cannot be called back (Note [Kernels of a stopped task])
-            while self._outstanding:
+            while self.in_flight.outstanding:
                 self._ask(DRAIN)
             raise
         results = [first] if here is not None else []
@@ -249,7 +236,7 @@ class _Cooperative:
         """Run ``task`` (a blocking backward of ``fn``) in this greenlet (Note
         [Backwards inside a cooperative call])."""
         pool = self._pool()
-        task._wake = self._wake  # its kernels and slots wake the call
+        task.in_flight.wake = self.in_flight.wake  # its kernels and slots wake the call
         steps = task.run(current_options(), self._budget)
         value: Any = None
         exc: BaseException | None = None
@@ -259,22 +246,21 @@ class _Cooperative:
             except StopIteration:
                 return
             value = exc = None
-            kind = type(request)
             try:
                 if request is SLICE_SPENT:
                     self._ask(SLICE_SPENT)
-                elif kind is Offload:
-                    value = pool.offload(task, request.job, request.helpers)
-                elif kind is WaitKernels:
+                elif isinstance(request, RunKernel):
+                    value = pool.offload(task.in_flight, request.job, request.helpers)
+                elif isinstance(request, WaitKernels):
                     if request.shielded:  # aborting: its place in line for a slot goes to others now
-                        pool.forget(task)
+                        pool.forget(task.in_flight)
                     self._ask(request)
-                elif kind is DeviceJob:
+                elif isinstance(request, DeviceJob):
                     _device_workers.run_inline(request)
-                elif kind is DeviceIdle:
+                elif isinstance(request, DeviceIdle):
                     _device_workers.synchronize(request.device)
                 elif request is not FINISH:  # the coroutine of an async def backward
-                    value = self.wait_for(request)
+                    value = self.wait_for(cast(Awaitable[Any], request))
             except BaseException as error:  # cancelled while paused, ...: the task aborts
                 exc = error
 

@@ -38,21 +38,21 @@ from __future__ import annotations
 import contextvars
 import heapq
 import itertools
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from functools import partial
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, cast
 
 import anyio.lowlevel
 
 from agrad._engine import _device_workers, _traps
-from agrad._engine._graph_task import SLICE_SPENT, DeviceIdle, DeviceJob, GraphTask, Offload, WaitKernels, _nothing
+from agrad._engine._graph_task import GraphTask
+from agrad._engine._loops import current_loop
 from agrad._engine._options import EngineOptions
-from agrad._engine._pool import KernelPool, current_pool
+from agrad._engine._pool import InFlight, KernelPool, current_pool
+from agrad._engine._requests import SLICE_SPENT, DeviceIdle, DeviceJob, RunKernel, WaitKernels
+from agrad._engine._slices import Budget, clock
 
-__all__ = ["DONE", "Budget", "CpuWorker", "Job", "Steps", "Turns", "cpu_worker", "serve"]
-
-_clock = time.perf_counter
+__all__ = ["DONE", "CpuWorker", "Job", "Steps", "Turns", "cpu_worker", "serve"]
 _heappush, _heappop = heapq.heappush, heapq.heappop
 
 # Where a graph task is, as its worker and its caller see it.
@@ -77,29 +77,15 @@ class Steps(Protocol):
 
 class Job(Protocol):
     """What the worker and the kernel pool keep of a job (a GraphTask, or a
-    cooperative call): its depth in line and its kernel bookkeeping."""
+    cooperative call): its depth in line and its kernels away (Note [Kernel slots])."""
 
     reentrant_depth: int
-    _outstanding: int
-    _slot_granted: bool
-    _in_line: bool
-    _wake: Callable[[], None]
+    in_flight: InFlight
 
 
 class _StepsIn(NamedTuple):
     send: Callable[[Any], Any]
     throw: Callable[[BaseException], Any]
-
-
-class Budget:
-    """The worker's time slice: graph tasks yield once the clock passes
-    ``deadline``; ``busy`` while other jobs wait in line (Note [Offloading when busy])."""
-
-    __slots__ = ("deadline", "busy")
-
-    def __init__(self) -> None:
-        self.deadline = 0.0
-        self.busy = False
 
 
 class Turns:
@@ -129,7 +115,7 @@ class Turns:
         self._failure: BaseException | None = None
         self._result: Any = None  # what the steps returned
         self._waiter = _traps.TurnWaiter()
-        task._wake = self.wake
+        task.in_flight.wake = self.wake
 
     # -- the worker's side ----------------------------------------------------------
     def wake(self) -> None:
@@ -158,21 +144,20 @@ class Turns:
             if request is SLICE_SPENT:
                 self._worker.push(self)
                 return
-            kind = type(request)
             try:
-                if kind is Offload:
-                    value = self._worker.pool().offload(task, request.job, request.helpers)
+                if isinstance(request, RunKernel):
+                    value = self._worker.pool().offload(task.in_flight, request.job, request.helpers)
                     continue
-                if kind is WaitKernels:
+                if isinstance(request, WaitKernels):
                     if request.shielded:  # aborting: its place in line for a slot goes to others now
                         self._worker.forget(task)
                     self._state = _PARKED
                     return
-                if kind is DeviceJob:
-                    value = _device_workers.worker_for(request.device).submit(task, request)
+                if isinstance(request, DeviceJob):  # only graph tasks have device jobs
+                    _device_workers.worker_for(request.device).submit(cast(GraphTask, task), request)
                     continue
-                if kind is DeviceIdle:
-                    value = _device_workers.worker_for(request.device).wake_when_idle(task)
+                if isinstance(request, DeviceIdle):
+                    _device_workers.worker_for(request.device).wake_when_idle(cast(GraphTask, task))
                     continue
             except BaseException as error:  # no thread to be had, ...: the task aborts
                 exc = error
@@ -187,7 +172,7 @@ class Turns:
         self._failure = failure
         self._steps = None
         self._worker.forget(self.task)
-        self.task._wake = _nothing
+        self.task.in_flight.wake = _nothing
         self._waiter.wake()
 
     # -- the caller's side ----------------------------------------------------------
@@ -254,7 +239,7 @@ class CpuWorker:
 
     __slots__ = ("budget", "_line", "_tickets", "_running", "_spawn", "_pool")
 
-    def __init__(self, spawn: Callable[[Callable[[], Awaitable[None]], str], None]) -> None:
+    def __init__(self, spawn: Callable[[Callable[[], Coroutine[Any, Any, None]], str], None]) -> None:
         self.budget = Budget()
         self._line: list[tuple[int, int, Turns]] = []  # (-reentrant depth, ticket, task)
         self._tickets = itertools.count(1).__next__
@@ -268,8 +253,10 @@ class CpuWorker:
         context = contextvars.copy_context()
         steps = task.run(options, self.budget)
         # Each step in the task's context: C-level partials, no Python frame per step.
-        return self.submit_steps(task, _StepsIn(partial(context.run, steps.send), partial(context.run, steps.throw)),
-                                 context, options.time_slice)
+        # (typeshed cannot type a partial of Context.run's ParamSpec: hence the ignores.)
+        send: Callable[[Any], Any] = partial(context.run, steps.send)  # type: ignore[call-arg,arg-type]
+        throw: Callable[[BaseException], Any] = partial(context.run, steps.throw)  # type: ignore[call-arg,arg-type]
+        return self.submit_steps(task, _StepsIn(send, throw), context, options.time_slice)
 
     def submit_steps(self, job: Job, steps: Steps, context: contextvars.Context, time_slice: float) -> Turns:
         """Put a job with its own ``steps`` in line (``agrad.cooperative``'s greenlet)."""
@@ -293,7 +280,7 @@ class CpuWorker:
     def forget(self, task: Job) -> None:
         """``task`` stops or ends: it gives back its place in line for a kernel slot."""
         if self._pool is not None:
-            self._pool.forget(task)
+            self._pool.forget(task.in_flight)
 
     async def _run(self) -> None:
         line, budget = self._line, self.budget
@@ -304,13 +291,13 @@ class CpuWorker:
                     _, ticket, turns = _heappop(line)
                     if turns._state is not _RUNNABLE or turns._ticket != ticket:
                         continue  # a stale place in line
-                    now = _clock()
+                    now = clock()
                     if not pass_end:
                         pass_end = now + turns.time_slice
                     budget.deadline = min(pass_end, now + turns.time_slice)
                     budget.busy = bool(line)
                     turns.advance()
-                    if _clock() >= pass_end:
+                    if clock() >= pass_end:
                         break
                 if line:
                     await _traps.yield_slice()  # Note [Time slices]: one slice per loop pass
@@ -338,6 +325,10 @@ def cpu_worker() -> CpuWorker:
     """This event loop's CPU worker, created on first use."""
     worker = _WORKER.get(None)
     if worker is None:
-        worker = CpuWorker(_device_workers.spawner())
+        worker = CpuWorker(current_loop().spawn)
         _WORKER.set(worker)
     return worker
+
+
+def _nothing() -> None:
+    pass

@@ -1,7 +1,6 @@
 """Device workers: one asyncio task per device (other than the CPU) and event loop.
 
-See Note [Device workers] in ``_graph_task.py`` for where jobs come from, and
-Note [Engine streams] in ``agrad/_backends/_cupy.py`` for how their kernels
+Note [Engine streams] in ``agrad/_backends/_cupy.py`` says how their kernels
 are ordered.  A worker is started when a job arrives at an idle device and
 ends when its queue is empty, so a loop holds no task for a device it is not
 using, and a closing loop has nothing of agrad's to cancel.
@@ -9,30 +8,49 @@ using, and a closing loop has nothing of agrad's to cancel.
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-import sys
-import time
-import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-import anyio
 import anyio.lowlevel
 
 from agrad import _backends
 from agrad._engine import _traps
+from agrad._engine._loops import current_loop
 from agrad._engine._options import current_options
-from agrad._engine._pool import live_loop, loop_post
 from agrad._engine._ready_queue import ReadyQueue
+from agrad._engine._requests import DeviceJob
+from agrad._engine._slices import Budget
 
 if TYPE_CHECKING:
     from agrad._device import device
-    from agrad._engine._graph_task import DeviceJob, GraphTask
+    from agrad._engine._graph_task import GraphTask
 
-__all__ = ["DeviceWorker", "worker_for", "run_inline", "spawner", "synchronize"]
+__all__ = ["DeviceWorker", "worker_for", "run_inline", "synchronize"]
 
-_clock = time.perf_counter
+# Note [Device workers]
+# ~~~~~~~~~~~~~~~~~~~~~
+# As in PyTorch, a NodeTask runs on the device of its InputBuffer: the
+# first device other than the CPU among its inputs' (``node_device``;
+# the engine moves every gradient to its input's device when it routes
+# it, so the buffer's device is known from the node's metadata).  CPU
+# nodes run here, in the coroutine (or thread) that awaits the backward,
+# as PyTorch's caller thread drives its CPU queue.  A node on another
+# device becomes a job (its kernel and the straight chain below it on the
+# same device, Note [Offloaded chains]) for that device's worker: one
+# asyncio task per device and event loop, shared by every graph task on
+# the loop, whose ready queue orders jobs as PyTorch's device queues do
+# (deeper reentrant tasks first, then higher sequence numbers).  The
+# worker runs the job on the loop's thread with the device's engine
+# stream current, so on CUDA it only *launches* kernels, and hands the
+# results back through the inbox like a kernel thread does; the graph
+# task does all bookkeeping.  Jobs run in a copy of the task's context.
+# The blocking twin runs device jobs inline.  ``async def`` backwards run
+# in the awaiting coroutine on every device, since only it can await them.
+# A task looks at devices only once a gradient for another device than the
+# CPU was routed (``GraphTask._devices`` stops being None): a CPU graph pays nothing
+# per node for devices it does not use.
+
+
 
 
 class DeviceWorker:
@@ -45,7 +63,7 @@ class DeviceWorker:
 
     __slots__ = ("device", "_backend", "_queue", "_running", "_spawn", "_post")
 
-    def __init__(self, dev: "device", spawn: Callable[[Callable[[], Awaitable[None]], str], None],
+    def __init__(self, dev: "device", spawn: Callable[[Callable[[], Coroutine[Any, Any, None]], str], None],
                  post: Callable[[Callable[[], None]], None]) -> None:
         self.device = dev
         self._backend = _backends.backend(dev.type)
@@ -54,70 +72,63 @@ class DeviceWorker:
         self._spawn = spawn
         self._post = post
 
-    def submit(self, task: "GraphTask", job: "DeviceJob") -> None:
+    def submit(self, task: GraphTask, job: DeviceJob) -> None:
         """Queue ``job`` of ``task``; the task is woken when it has run."""
-        task._outstanding += 1
+        task.in_flight.started()
         self._queue.push(job.node, (task, job), job.depth)  # type: ignore[arg-type]
         if not self._running:
             self._running = True
             self._spawn(self._run, f"agrad {self.device} worker")
 
-    def wake_when_idle(self, task: "GraphTask") -> None:
+    def wake_when_idle(self, task: GraphTask) -> None:
         """Wake ``task`` once every kernel queued so far on this device has finished."""
-        task._outstanding += 1
-
-        def done() -> None:
-            task._outstanding -= 1
-            task._wake()
-
+        in_flight = task.in_flight
+        in_flight.started()
         post = self._post
-        self._backend.when_idle(self.device.index, lambda: post(done))  # type: ignore[arg-type]
+        self._backend.when_idle(_index(self.device), lambda: post(in_flight.finished))
 
     async def _run(self) -> None:
         queue = self._queue
         # The worker serves every graph task, so it runs in an empty context with
         # the default options: a caller's engine_options() do not reach it.
         time_slice = current_options().time_slice
-        deadline = _clock() + time_slice
+        budget = Budget()  # Note [Time slices], for all tasks on this device
+        budget.restart(time_slice)
         try:
             while (entry := queue.pop()) is not None:
                 task, job = entry[2]
                 try:
-                    if not task._stopped:  # an aborted task's jobs are dropped
+                    if not task.stopped:  # an aborted task's jobs are dropped
                         await self._execute(task, job)
                 finally:
-                    task._outstanding -= 1
-                    task._wake()
-                if _clock() >= deadline:  # Note [Time slices], for all tasks on this device
+                    task.in_flight.finished()
+                if budget.spent():
                     await _traps.yield_slice()
-                    deadline = _clock() + time_slice
+                    budget.restart(time_slice)
         finally:
             self._running = False
 
-    async def _execute(self, task: "GraphTask", job: "DeviceJob") -> None:
+    async def _execute(self, task: GraphTask, job: DeviceJob) -> None:
         dev = self.device
         try:
             if job.first:
                 with _backends.on(dev, engine=True):
-                    self._backend.join_caller(dev.index)  # type: ignore[arg-type]
+                    self._backend.join_caller(_index(dev))
             if job.leaves:
                 await self._idle()
         except Exception as exc:  # the task raises it
-            task._inbox.append(([], (job.node, exc), dev))
+            task.deliver(([], (job.node, exc), dev))
             return
         except BaseException:  # the worker is cancelled: the task must not wait for this job's results
-            task._inbox.append(([], (job.node, RuntimeError(
+            task.deliver(([], (job.node, RuntimeError(
                 f"the {dev} worker was stopped before running {job.node.name()}")), dev))
             raise
         with _backends.on(dev, engine=True):
             job.job()  # never raises: it hands exceptions to its task
 
     async def _idle(self) -> None:
-        event = anyio.Event()
         post = self._post
-        self._backend.when_idle(self.device.index, lambda: post(event.set))  # type: ignore[arg-type]
-        with anyio.CancelScope(shield=True):  # a kernel cannot be called back
-            await event.wait()
+        await _traps.wait_shielded(lambda done: self._backend.when_idle(_index(self.device), lambda: post(done)))
 
 
 _WORKERS: anyio.lowlevel.RunVar[dict[Any, DeviceWorker]] = anyio.lowlevel.RunVar("agrad_device_workers")
@@ -131,40 +142,26 @@ def worker_for(dev: "device") -> DeviceWorker:
         _WORKERS.set(workers)
     worker = workers.get(dev)
     if worker is None:
-        worker = workers[dev] = DeviceWorker(dev, spawner(), loop_post())
+        loop = current_loop()
+        worker = workers[dev] = DeviceWorker(dev, loop.spawn, loop.post)
     return worker
 
 
-def spawner() -> Callable[[Callable[[], Awaitable[None]], str], None]:
-    """A function that starts a worker task on this event loop."""
-    # Workers start in an empty context: whatever context they are started
-    # from names the graph task that asked (current_graph_task), and a worker
-    # serves every task.  Jobs carry their own task's context.
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        trio = sys.modules["trio"]
-        return lambda fn, name: trio.lowlevel.spawn_system_task(fn, name=name, context=contextvars.Context())
-    running: set[asyncio.Task[None]] = set()  # the loop keeps only weak references to tasks
-    ref = weakref.ref(loop)  # Note [Holding a loop weakly]
-
-    def spawn(fn: Callable[[], Awaitable[None]], name: str) -> None:
-        t = live_loop(ref).create_task(fn(), name=name, context=contextvars.Context())  # type: ignore[arg-type]
-        running.add(t)
-        t.add_done_callback(running.discard)
-
-    return spawn
-
-
-def run_inline(job: "DeviceJob") -> None:
+def run_inline(job: DeviceJob) -> None:
     """The blocking twin's way to run a device job: here, now."""
     dev = job.device
     with _backends.on(dev, engine=True):
         if job.first:
-            _backends.backend(dev.type).join_caller(dev.index)
+            _backends.backend(dev.type).join_caller(_index(dev))
         job.job()
 
 
 def synchronize(dev: "device") -> None:
     """Block until every kernel queued on ``dev``'s engine stream has finished."""
-    _backends.backend(dev.type).synchronize(dev.index)  # type: ignore[arg-type]
+    _backends.backend(dev.type).synchronize(_index(dev))
+
+
+def _index(dev: device) -> int:
+    """A tensor's device other than the CPU always has its index (``_device.py``)."""
+    assert dev.index is not None
+    return dev.index

@@ -18,16 +18,47 @@ import contextvars
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Generator
-from typing import Any
+from typing import Any, cast
 
 from agrad._engine import _cooperating, _device_workers, _traps
 from agrad._engine._cpu_worker import cpu_worker, serve
-from agrad._engine._graph_task import FINISH, DeviceIdle, DeviceJob, GraphTask
+from agrad._engine._graph_task import GraphTask
 from agrad._engine._interrupts import cancel_on_interrupt, deferred_interrupts
+from agrad._engine._loops import running_here
 from agrad._engine._options import current_options
+from agrad._engine._requests import FINISH, DeviceIdle, DeviceJob, Request
+
+# Note [Reentrant backward]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# A backward started while a node of another backward runs (a custom
+# Function's backward that recomputes and differentiates, as reentrant
+# checkpointing does) is *reentrant*: its GraphTask's ``parent`` is the task
+# whose node is running (``current_graph_task``), and it is one
+# ``reentrant_depth`` deeper.  In PyTorch the worker thread that runs the
+# node drives the nested task on its own stack and prefers deeper tasks in
+# the ready queues.  Here the parent's node *awaits* the nested backward (or
+# calls its blocking twin, which drives it inline): the parent's worker is
+# suspended in that node until the nested task is done, so the nested task's
+# nodes run first as a matter of course; where tasks compete for kernel
+# slots, deeper ones are served first (Note [Kernel slots]).  A reentrant
+# backward's errors, cancellation and commits belong to its parent: they
+# unwind through the node that started it, and its parent's failure undoes
+# its commits (Note [Commits of reentrant backwards]).
+
+# Note [The caller commits]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# Nodes run on the CPU worker, but the commit runs in the awaiting caller's own
+# turn: once every node has run the task yields ``FINISH``, the worker hands
+# the task to its caller, and the caller resumes it, which commits and runs the
+# post-accumulate-grad hooks and final callbacks with no await after them
+# (Note [After the commit]).  Had the worker committed, a cancellation of the
+# caller arriving before it woke would be reported for a backward whose
+# gradients were already in ``.grad``; now a caller cancelled while it waits
+# for its turn aborts the task, uncommitted.
 
 
-def _advance(steps: Generator[Any, Any, None], value: Any = None, exc: BaseException | None = None) -> Any:
+def _advance(steps: Generator[Request, Any, None], value: Any = None,
+             exc: BaseException | None = None) -> Request | None:
     """Resume the task's generator; return its next request, or None when it is done."""
     try:
         return steps.send(value) if exc is None else steps.throw(exc)
@@ -111,15 +142,14 @@ def _execute_sync(task: GraphTask) -> None:
     with _CoroutineRunner() as run_coroutine:
         request = _advance(steps)
         while request is not None:
+            result = None
             try:
-                if request is FINISH:
-                    result = None
-                elif type(request) is DeviceJob:
-                    result = _device_workers.run_inline(request)
-                elif type(request) is DeviceIdle:
-                    result = _device_workers.synchronize(request.device)
-                else:
-                    result = run_coroutine(request)
+                if isinstance(request, DeviceJob):
+                    _device_workers.run_inline(request)
+                elif isinstance(request, DeviceIdle):
+                    _device_workers.synchronize(request.device)
+                elif request is not FINISH:  # inline: no other request but an async def backward
+                    result = run_coroutine(cast(Awaitable[Any], request))
             except BaseException as exc:
                 request = _advance(steps, exc=exc)
             else:
@@ -162,7 +192,7 @@ class _CoroutineRunner:
                     loop.close()
 
     def __call__(self, aw: Awaitable[Any]) -> Any:
-        if _loop_running_here():
+        if running_here():
             return _in_fresh_thread(_run_in_fresh_loop, aw)
         if self._loop is None:
             with deferred_interrupts():  # made and kept, or not made: never left unclosed
@@ -227,22 +257,6 @@ def _in_fresh_thread(fn: Callable[[Any], Any], arg: Any) -> Any:
     if raised:
         raise result
     return result
-
-
-def _loop_running_here() -> bool:
-    try:
-        asyncio.get_running_loop()
-        return True
-    except RuntimeError:
-        pass
-    trio = sys.modules.get("trio")
-    if trio is not None:
-        try:
-            trio.lowlevel.current_root_task()
-            return True
-        except RuntimeError:
-            pass
-    return False
 
 
 def _run_in_fresh_loop(aw: Awaitable[Any]) -> Any:

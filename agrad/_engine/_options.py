@@ -22,10 +22,10 @@ from typing import Literal
 
 from agrad._grad_mode import F, _GradModeContext
 
-__all__ = ["EngineOptions", "engine_options", "current_options", "offload_thresholds", "get_num_interop_threads",
+__all__ = ["EngineOptions", "engine_options", "current_options", "get_num_interop_threads",
            "set_num_interop_threads", "set_multithreading_enabled", "is_multithreading_enabled"]
 
-Offload = Literal["auto", "always", "never"]
+OffloadMode = Literal["auto", "always", "never"]
 _OFFLOAD_MODES = ("auto", "always", "never")
 
 
@@ -36,7 +36,7 @@ class EngineOptions:
     # See Note [Time slices]; 0.5 ms: see Note [The default slice].
     time_slice: float = 0.0005
     # See Note [Offload threshold].
-    offload: Offload = "auto"
+    offload: OffloadMode = "auto"
     offload_threshold: int = 1 << 21
     # See Note [Offloading when busy].
     busy_offload_threshold: int = 1 << 18
@@ -46,16 +46,6 @@ class EngineOptions:
 
 _options: ContextVar[EngineOptions] = ContextVar(
     "agrad_engine_options", default=EngineOptions())  # noqa: B039  (frozen: immutable)
-
-
-def offload_thresholds(options: EngineOptions) -> tuple[int, int] | None:
-    """``(threshold, when busy)`` of work from which a kernel runs in a thread, or
-    None if none may (Notes [Offload threshold], [Offloading when busy])."""
-    if options.offload == "never":
-        return None
-    if options.offload == "always":
-        return 0, 0
-    return options.offload_threshold, min(options.offload_threshold, options.busy_offload_threshold)
 
 
 def current_options() -> EngineOptions:
@@ -122,7 +112,7 @@ class set_multithreading_enabled(_GradModeContext):
 
 
 @contextmanager
-def engine_options(*, time_slice: float | None = None, offload: Offload | None = None,
+def engine_options(*, time_slice: float | None = None, offload: OffloadMode | None = None,
                    offload_threshold: int | None = None, busy_offload_threshold: int | None = None,
                    max_recursion_depth: int | None = None) -> Iterator[EngineOptions]:
     """Set how backwards started inside the block are scheduled (agrad only).

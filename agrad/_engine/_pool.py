@@ -10,34 +10,62 @@ and gives its thread back as soon as the queue is empty, so between backwards
 the pool holds no thread at all.
 
 Bookkeeping is single-threaded: apart from the queue (below), everything here
-runs on the loop's thread.  A kernel's thread only computes, appends its
+runs on the loop's thread.  A kernel's thread only computes, delivers its
 result to its graph task's inbox (a ``deque``, safe from any thread) and asks
 the loop to call :meth:`KernelPool._done`, which frees the slot and wakes the
-graph task.
+graph task.  The threads and the loop are the event loop adapter's
+(``_loops``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import contextvars
-import sys
 import threading
-import weakref
 from collections import deque
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
 
 import anyio.lowlevel
 
+from agrad._engine._loops import current_loop
 from agrad._engine._options import get_num_interop_threads
 from agrad._engine._row_blocks import RowBlocks
 
-if TYPE_CHECKING:
-    from agrad._engine._graph_task import GraphTask
+__all__ = ["InFlight", "KernelPool", "current_pool"]
 
-__all__ = ["KernelPool", "current_pool", "live_loop", "loop_post"]
+
+class InFlight:
+    """A job's kernels away from its driver (in threads, or queued on a device
+    worker), and its place in line for a kernel slot (Note [Kernel slots]).
+
+    A job (a graph task, a cooperative call) waits while ``outstanding`` is not
+    zero; whoever runs one of its kernels calls :meth:`started` when it takes
+    it and :meth:`finished`, on the loop's thread, when it is done, which
+    wakes the job through ``wake`` (set by the job's driver).  The kernel pool
+    alone changes the slot fields, through its own methods.
+    """
+
+    __slots__ = ("depth", "outstanding", "wake", "_granted", "_in_line")
+
+    def __init__(self, depth: int) -> None:
+        self.depth = depth  # the job's reentrant depth: deeper jobs get slots first
+        self.outstanding = 0  # kernels started whose end the loop has not yet heard of
+        self.wake: Callable[[], None] = _nothing
+        self._granted = False  # a slot was handed to it while it waited
+        self._in_line = False
+
+    def started(self) -> None:
+        """One more of the job's kernels is away."""
+        self.outstanding += 1
+
+    def finished(self) -> None:
+        """One of the job's kernels is done (on the loop's thread): wake the job."""
+        self.outstanding -= 1
+        self.wake()
+
+
+def _nothing() -> None:
+    pass
 
 
 class KernelPool:
@@ -52,7 +80,7 @@ class KernelPool:
     result and queueing more.  A slot is taken when a kernel is queued and
     freed when the loop hears that it finished.  A graph task that asks while
     no slot is free joins ``_waiting`` (once) and waits; each freed slot is
-    handed to the first task in line (``task._slot_granted``), which is woken,
+    handed to the first task in line (``InFlight._granted``), which is woken,
     so slots go first come first served and a huge backward cannot take every
     slot from a small one that asked earlier.  Deeper reentrant tasks go
     first, as in PyTorch's ready queues: the task that started one waits for
@@ -66,10 +94,10 @@ class KernelPool:
     def __init__(self, start_worker: Callable[[Callable[[], None]], None],
                  post: Callable[[Callable[[], None]], None]) -> None:
         self.running = 0  # kernels in flight: queued or running
-        self._waiting: deque[GraphTask] = deque()
+        self._waiting: deque[InFlight] = deque()
         # The one structure shared with the workers' threads, under _lock:
         # kernels queued, and how many workers are active.
-        self._queue: deque[tuple[Callable[[], None], GraphTask, RowBlocks | None]] = deque()
+        self._queue: deque[tuple[Callable[[], None], InFlight, RowBlocks | None]] = deque()
         self._lock = threading.Lock()
         self._workers = 0
         self._busy = 0  # workers running a kernel (the others are about to look at the queue)
@@ -77,16 +105,16 @@ class KernelPool:
         self._start_worker = start_worker  # run a function in a borrowed thread
         self._post = post  # call a function on the loop's thread, from any thread
 
-    def offload(self, task: "GraphTask", job: Callable[[], None], helpers: int = 0) -> bool:
-        """Queue ``job`` (a kernel of ``task``) if a slot is free for it now, with up
+    def offload(self, task: InFlight, job: Callable[[], None], helpers: int = 0) -> bool:
+        """Queue ``job`` (a kernel of the job ``task`` counts) if a slot is free for it now, with up
         to ``helpers`` more slots, those idle now, reserved for its products' row
         blocks (Note [Products in row blocks]); they are freed with its own.
 
         Returns False if every slot is taken: ``task`` is then in line, and is
         woken when a slot is handed to it.
         """
-        if task._slot_granted:
-            task._slot_granted = False
+        if task._granted:
+            task._granted = False
         elif self.running < 2 * get_num_interop_threads() and not self._waiting:
             self.running += 1
         else:
@@ -99,7 +127,7 @@ class KernelPool:
             self.running += helpers
             self._helpers += helpers
             blocks = RowBlocks(helpers)
-        task._outstanding += 1
+        task.started()
         with self._lock:
             self._queue.append((job, task, blocks))
             # Note [Starting workers]
@@ -125,7 +153,7 @@ class KernelPool:
                 with self._lock:
                     self._workers -= 1
                     self._queue.remove((job, task, blocks))
-                task._outstanding -= 1
+                task.outstanding -= 1  # never started: nobody is woken
                 helpers = blocks.helpers if blocks is not None else 0
                 self._helpers -= helpers
                 self._release(1 + helpers)
@@ -162,11 +190,10 @@ class KernelPool:
                 self._busy -= 1
             post(partial(self._done, task, slots))
 
-    def _done(self, task: "GraphTask", slots: int) -> None:
-        task._outstanding -= 1
+    def _done(self, task: InFlight, slots: int) -> None:
         self._helpers -= slots - 1
         self._release(slots)
-        task._wake()
+        task.finished()
 
     def _release(self, slots: int = 1) -> None:
         self.running -= slots
@@ -176,27 +203,27 @@ class KernelPool:
             nxt = max(waiting, key=_depth)  # the first in line of the deepest
             waiting.remove(nxt)
             nxt._in_line = False
-            nxt._slot_granted = True
+            nxt._granted = True
             self.running += 1
-            nxt._wake()
+            nxt.wake()
 
     def idle_workers(self) -> int:
         """How many more kernels would start running at once now: each offload of
         up to this many in a row is accepted (Note [Products in row blocks])."""
         return 0 if self._waiting else max(0, get_num_interop_threads() - self.running)
 
-    def forget(self, task: "GraphTask") -> None:
+    def forget(self, task: InFlight) -> None:
         """``task`` stops: take it out of line and give back a slot it was handed."""
         if task._in_line:
             task._in_line = False
             self._waiting.remove(task)
-        if task._slot_granted:
-            task._slot_granted = False
+        if task._granted:
+            task._granted = False
             self._release()
 
 
-def _depth(task: "GraphTask") -> int:
-    return task.reentrant_depth
+def _depth(task: InFlight) -> int:
+    return task.depth
 
 
 _POOL: anyio.lowlevel.RunVar[KernelPool] = anyio.lowlevel.RunVar("agrad_kernel_pool")
@@ -206,89 +233,7 @@ def current_pool() -> KernelPool:
     """This event loop's pool, created on first use."""
     pool = _POOL.get(None)
     if pool is None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            pool = _trio_pool()
-        else:
-            pool = _asyncio_pool(loop)
+        loop = current_loop()
+        pool = KernelPool(loop.start_thread, loop.post)
         _POOL.set(pool)
     return pool
-
-
-# Note [Holding a loop weakly]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# anyio's RunVar keeps its value for an asyncio loop in a WeakKeyDictionary
-# keyed by the loop, so a value that refers to its loop keeps the loop alive
-# for good: every loop that ever offloaded a kernel leaked, with its pool (the
-# reliability suite's leak check, and 20 of 20 ``asyncio.run`` loops alive
-# after a collection).  So what the pool and the device workers keep of their
-# loop (the functions that start a worker, post to the loop or spawn a task)
-# holds it through a weak reference.  They are called only while the loop is
-# alive: on its thread, or by a kernel the loop's backward waits for.
-def _asyncio_pool(loop: asyncio.AbstractEventLoop) -> KernelPool:
-    ref = weakref.ref(loop)  # Note [Holding a loop weakly]
-
-    def start_worker(worker: Callable[[], None]) -> None:
-        # The loop's default executor: closed with the loop (module docstring).
-        # Started in an empty context: the asyncio future run_in_executor
-        # returns keeps the context it was created in until the loop hears
-        # that the worker ended, and the caller's context names its graph task
-        # (current_graph_task), which would stay reachable after the backward.
-        contextvars.Context().run(live_loop(ref).run_in_executor, None, worker)
-
-    return KernelPool(start_worker, _asyncio_post(loop))
-
-
-def _trio_pool() -> KernelPool:
-    trio = sys.modules["trio"]
-
-    def start_worker(worker: Callable[[], None]) -> None:
-        trio.lowlevel.start_thread_soon(worker, _ignore, name="agrad kernel worker")
-
-    return KernelPool(start_worker, _trio_post())
-
-
-def loop_post() -> Callable[[Callable[[], None]], None]:
-    """A function that calls a function on this event loop's thread, from any thread."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return _trio_post()
-    return _asyncio_post(loop)
-
-
-def _asyncio_post(loop: asyncio.AbstractEventLoop) -> Callable[[Callable[[], None]], None]:
-    ref = weakref.ref(loop)  # Note [Holding a loop weakly]
-
-    def post(fn: Callable[[], None]) -> None:
-        # As for trio below: only a loop closed around a running backward refuses.
-        with contextlib.suppress(RuntimeError):
-            live_loop(ref).call_soon_threadsafe(fn)
-
-    return post
-
-
-def live_loop(ref: weakref.ref[asyncio.AbstractEventLoop]) -> asyncio.AbstractEventLoop:
-    """The loop behind ``ref``; a loop already collected is a closed one."""
-    loop = ref()
-    if loop is None:
-        raise RuntimeError("Event loop is closed")
-    return loop
-
-
-def _trio_post() -> Callable[[Callable[[], None]], None]:
-    trio = sys.modules["trio"]
-    token = trio.lowlevel.current_trio_token()
-
-    def post(fn: Callable[[], None]) -> None:
-        # Kernels outlive no backward (Note [Kernels of a stopped task]), so the
-        # run is still there; if it was torn down regardless, nobody is left to tell.
-        with contextlib.suppress(trio.RunFinishedError):
-            token.run_sync_soon(fn)
-
-    return post
-
-
-def _ignore(_: Any) -> None:
-    pass

@@ -71,6 +71,16 @@ async def in_fresh_task(fn: Callable[[Any], Awaitable[None]], arg: Any) -> None:
             failure.clear()  # no cycle through the traceback
 
 
+async def wait_shielded(arm: Callable[[Callable[[], None]], None]) -> None:
+    """Call ``arm`` with a function that ends this wait (on the loop's thread),
+    then wait for it, shielded from cancellation: what it waits for (a
+    device's kernels) cannot be called back."""
+    event = anyio.Event()
+    arm(event.set)
+    with anyio.CancelScope(shield=True):
+        await event.wait()
+
+
 async def in_context(aw: Awaitable[Any], context: contextvars.Context) -> Any:
     """Await ``aw`` with its steps run in ``context``: an ``async def backward``
     of a custom Function in its graph task's context (its grad mode, current

@@ -15,6 +15,7 @@ import pytest
 
 import agrad
 from agrad._engine import _device_workers
+from agrad._engine._pool import InFlight
 from tests.devices.conftest import Api
 from tests.devices.fake_backend import FakeBackend, in_engine_context
 
@@ -102,14 +103,11 @@ async def test_the_device_queue_runs_deeper_tasks_then_later_nodes_first(fake: F
     ran: list[str] = []
 
     class Stub:  # what the worker reads of a GraphTask and a DeviceJob
-        _stopped = False
-        _outstanding = 0
+        stopped = False
 
         def __init__(self) -> None:
-            self._inbox: list[Any] = []
-
-        def _wake(self) -> None:
-            pass
+            self.in_flight = InFlight(0)
+            self.deliver = [].append
 
     class Job:
         def __init__(self, name: str, depth: int, seq: int) -> None:
@@ -120,8 +118,8 @@ async def test_the_device_queue_runs_deeper_tasks_then_later_nodes_first(fake: F
     task = Stub()
     for name, depth, seq in [("old", 0, 1), ("new", 0, 5), ("nested", 1, 0), ("new-too", 0, 5)]:
         worker.submit(task, Job(name, depth, seq))  # type: ignore[arg-type]
-    assert task._outstanding == 4
-    while task._outstanding:
+    assert task.in_flight.outstanding == 4
+    while task.in_flight.outstanding:
         await anyio.lowlevel.checkpoint()
     assert ran == ["nested", "new", "new-too", "old"]
 

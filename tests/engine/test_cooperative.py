@@ -76,7 +76,7 @@ cancellable = test_cpu_worker.cancellable  # its fixture: anyio's CancelScope, a
 def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     fake = FakeClock()
     for module in (_cooperative, _graph_task, _cpu_worker):
-        monkeypatch.setattr(module, "_clock", fake)
+        monkeypatch.setattr(module, "clock", fake)
     return fake
 
 

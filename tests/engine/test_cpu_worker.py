@@ -63,8 +63,8 @@ class FakeClock:
 @pytest.fixture(autouse=True)
 def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     fake = FakeClock()
-    monkeypatch.setattr(_graph_task, "_clock", fake)
-    monkeypatch.setattr(_cpu_worker, "_clock", fake)
+    monkeypatch.setattr(_graph_task, "clock", fake)
+    monkeypatch.setattr(_cpu_worker, "clock", fake)
     return fake
 
 

@@ -14,7 +14,6 @@ import asyncio
 import gc
 import threading
 import time
-import types
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -25,9 +24,10 @@ import pytest
 import uvloop
 
 import agrad
+from agrad._engine import _graph_task
 from agrad._engine._graph_task import GraphTask
 from agrad._engine._options import EngineOptions
-from agrad._engine._pool import KernelPool, current_pool
+from agrad._engine._pool import InFlight, KernelPool, current_pool
 from agrad._ops._registry import REGISTRY
 from agrad.autograd.graph import engine_options
 from tests.engine._models import WAIT, pool_is_idle
@@ -463,13 +463,13 @@ def test_a_closed_loop_that_offloaded_is_garbage() -> None:
 # -- Note [Offloading when busy] ---------------------------------------------------------------------------
 async def test_mid_size_kernels_go_to_threads_only_while_the_worker_is_busy(monkeypatch: pytest.MonkeyPatch) -> None:
     offloaded: list[str] = []
-    job = GraphTask._job
+    job = _graph_task.kernel_job
 
-    def recording_job(self: GraphTask, node: Any, *args: Any) -> Any:
+    def recording_job(task: GraphTask, node: Any, *args: Any) -> Any:
         offloaded.append(node.name())
-        return job(self, node, *args)
+        return job(task, node, *args)
 
-    monkeypatch.setattr(GraphTask, "_job", recording_job)
+    monkeypatch.setattr(_graph_task, "kernel_job", recording_job)
     xs = [agrad.ones(200_000, requires_grad=True) for _ in range(3)]
     options = EngineOptions()
     assert options.busy_offload_threshold < xs[0].exp().grad_fn._work < options.offload_threshold
@@ -585,8 +585,7 @@ def test_a_jobs_helpers_count_as_workers(interop_threads: Any) -> None:
     started: list[Any] = []
     posted: list[Any] = []
     pool = KernelPool(started.append, posted.append)
-    first, second = (types.SimpleNamespace(_slot_granted=False, _in_line=False, _outstanding=0,
-                                           _wake=lambda: None, reentrant_depth=0) for _ in range(2))
+    first, second = InFlight(0), InFlight(0)
     assert pool.offload(first, lambda: None, helpers=1)
     assert len(started) == 2 and pool.running == 2  # its worker and its helper
     assert pool.offload(second, lambda: None)  # queued: a slot is free (2n in flight)
@@ -595,4 +594,4 @@ def test_a_jobs_helpers_count_as_workers(interop_threads: Any) -> None:
     started[1]()
     for done in posted:
         done()
-    assert pool.running == 0 and pool._helpers == 0 and first._outstanding == second._outstanding == 0
+    assert pool.running == 0 and pool._helpers == 0 and first.outstanding == second.outstanding == 0

@@ -345,11 +345,11 @@ def test_kernel_slots_go_to_the_deepest_task_first() -> None:
     deeper = GraphTask(False, False, a)
     pool.running = 2 * agrad.get_num_interop_threads()  # every slot taken
     for task in (owner, a, deeper, b):
-        assert not pool.offload(task, lambda: None)
+        assert not pool.offload(task.in_flight, lambda: None)
     granted = []
     for _ in range(4):
         pool._release()
-        granted += [t for t in (owner, a, deeper, b) if t._slot_granted and t not in granted]
+        granted += [t for t in (owner, a, deeper, b) if t.in_flight._granted and t not in granted]
     assert granted == [deeper, a, b, owner]
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import agrad
-from agrad._engine._graph_task import _PROVISIONAL, COMMITTED_NOTE
+from agrad._engine._staged_grads import _PROVISIONAL, COMMITTED_NOTE
 from agrad.autograd.graph import engine_options
 from tests.helpers import requires_torch, torch
 

@@ -25,7 +25,7 @@ import numpy as np
 import sniffio
 
 import agrad
-from agrad._engine import _graph_task, _pool
+from agrad._engine import _pool, _staged_grads
 from tests.reliability._graphs import Contribution
 
 SETTLE_S = 5.0  # generous: a quiet engine settles at once; a loaded machine may be slow
@@ -120,7 +120,7 @@ def result_problems(results: list[object], reference: list[Contribution]) -> lis
 def provisional_problems() -> list[str]:
     """Ids left in the engine's ``_PROVISIONAL`` set (a violation); cleared once reported, so that one
     trial's leftovers are not counted again by every later trial."""
-    left = _graph_task._PROVISIONAL
+    left = _staged_grads._PROVISIONAL
     if not left:
         return []
     problem = f"_PROVISIONAL holds {len(left)} ids"

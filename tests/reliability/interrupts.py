@@ -32,7 +32,7 @@ from types import TracebackType
 from typing import Any
 
 import agrad
-from agrad._engine._graph_task import COMMITTED_NOTE
+from agrad._engine._staged_grads import COMMITTED_NOTE
 from tests.reliability import _graphs, _invariants
 from tests.reliability._invariants import Tally
 
