@@ -6,7 +6,7 @@ Forward kernels run on numpy (or CuPy), whose errors for a misused op differ
 from PyTorch's in type and text: ``ValueError`` for shapes that do not
 broadcast, ``AxisError`` for a dim out of range, ``ZeroDivisionError``,
 ``MemoryError``.  Checking every call up front would cost on every ``a + b``;
-instead the op dispatch (``_registry.apply``) and the factories catch them in
+instead the op dispatch (``_dispatch.apply``) and the factories catch them in
 an ``except`` clause, free when nothing fails, and :func:`translate` raises
 PyTorch's type with the op's name and the input shapes, and PyTorch's text
 where it is specific (broadcasting, dims, allocation).  Errors agrad raises on

@@ -43,7 +43,7 @@ _ndarray = np.ndarray
 # added, and the recording path pays one type check per saved tensor.  Its
 # count still moves (in-place writes inside inference mode) but nothing reads
 # it: nothing saved ever holds an inference tensor.  Ops mark their results
-# only when they do not record (``_ops/_registry.apply``), so under
+# only when they do not record (``_ops/_dispatch.apply``), so under
 # ``enable_grad()`` nested in ``inference_mode()`` agrad records a graph of
 # normal tensors where PyTorch records nothing: a deliberate difference that
 # keeps the mode check off the recording path.  Another: an in-place write

@@ -2,7 +2,14 @@
 
 Every primitive op is one ``@defop`` entry in one of these modules: forward,
 backward rule(s), Tensor methods, test samples and PyTorch reference.  The
-modules are imported here, which registers every op and binds its methods.
+modules are imported here, which registers every op and binds its methods;
+then the hand-written methods (``_methods``) are bound.
+
+The registry's jobs, one module each: ``_schema`` (the frozen ``OpDef``),
+``_dispatch`` (running an op), ``_record`` (recording its node),
+``_inplace`` (in-place variants), ``_registry`` (``defop``).
 """
 
-from agrad._ops import _elementwise, _linalg, _reductions, _shape, _views  # noqa: F401
+from agrad._ops import _elementwise, _linalg, _methods, _reductions, _shape, _views  # noqa: F401
+
+_methods.bind()

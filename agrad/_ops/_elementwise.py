@@ -12,7 +12,7 @@ from agrad import _backends, _dtype
 from agrad._device import CPU
 from agrad._graph._node import _is_constant
 from agrad._ops._common import _binary_samples, _is_bool, _pos, _quiet, _r, _unary_samples, _zeros_on
-from agrad._ops._registry import _inplace, defop, identity
+from agrad._ops._registry import defop, identity
 from agrad._tensor import Tensor
 
 # The public names of this family (star-imported by ``agrad/__init__.py``).
@@ -249,7 +249,7 @@ def where(xp, condition, input, other):
 
 
 def _where_args(condition: Any, input: Any, other: Any) -> tuple[tuple, dict]:
-    from agrad._ops._registry import _as_constant
+    from agrad._ops._dispatch import _as_constant
     cond = condition if isinstance(condition, Tensor) else _as_constant(np.asarray(condition, dtype=bool), None)
     if cond.dtype is not _dtype.bool:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {cond.dtype}")
@@ -584,9 +584,6 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
 
 
 clip = clamp
-Tensor.clamp = Tensor.clip = clamp  # type: ignore[attr-defined]
-Tensor.clamp_ = _inplace(clamp, "clamp_")  # type: ignore[attr-defined]
-Tensor.clip_ = _inplace(clamp, "clip_")  # type: ignore[attr-defined]
 
 
 # -- activations ----------------------------------------------------------------
@@ -729,6 +726,3 @@ def _invert(self: Tensor) -> Tensor:
     if self._data.dtype.kind not in "iub":
         raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
     return bitwise_not(self)
-
-
-Tensor.__invert__ = _invert  # type: ignore[method-assign]

@@ -10,7 +10,7 @@ place]).  PyTorch writes through an expanded tensor, with one rule
 elements share one memory location (a stride-0 dim of size > 1), except
 ``fill_``/``zero_`` (every element gets the same value) and, with a
 deprecation warning, ``index_put_`` and ``masked_fill_``.  So the in-place path
-(``_registry._inplace``) asks :func:`writable_target` for a writable alias of
+(``_inplace.inplace_method``) asks :func:`writable_target` for a writable alias of
 a read-only view's memory, built on the array that owns it, after checking
 that rule; a failing check raises before anything is computed or written.
 Where elements overlap, :func:`write_through` writes only the elements the op

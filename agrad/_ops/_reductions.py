@@ -323,10 +323,6 @@ max = _extreme("max", _max_all, argmax, _MaxReturn)  # noqa: A001 - mirrors torc
 min = _extreme("min", _min_all, argmin, _MinReturn)  # noqa: A001 - mirrors torch.min
 
 
-Tensor.max = max  # type: ignore[attr-defined]
-Tensor.min = min  # type: ignore[attr-defined]
-
-
 def _moments_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
     x = _r(rng, 3, 4, 5)
     return [((x,), {}), ((x,), {"dim": 1}), ((x,), {"dim": (0, 2), "keepdim": True}),
@@ -474,9 +470,6 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False) -> Tensor:  # 
     return vector_norm(input, 2 if p in ("fro", None) else p, dim=dim, keepdim=keepdim)
 
 
-Tensor.norm = norm  # type: ignore[attr-defined]
-
-
 @defop(ref=lambda torch: torch.cumsum,
        vjp=lambda g, dim: g.flip(dim).cumsum(dim=dim).flip(dim), node="CumsumBackward0", methods=("cumsum",),
        samples=lambda rng: [((_r(rng, 3, 4),), {"dim": 1}), ((_r(rng, 3, 4),), {"dim": -2}),
@@ -599,9 +592,6 @@ def _correction(dim: Any, unbiased: bool | None, correction: float | None) -> tu
     return dim, 1 if unbiased is None or unbiased else 0
 
 
-Tensor.allclose = allclose  # type: ignore[attr-defined]
-
-
 def _softmax_not_implemented(name: str, dtype: np.dtype, ndim: int, dim: int) -> NotImplementedError:
     """PyTorch's error for (log_)softmax of an integer or bool tensor, naming its CPU kernel."""
     kernel = f"{name}_lastdim_kernel_impl" if dim in (-1, (ndim or 1) - 1) else f"{name}_kernel_impl"
@@ -613,6 +603,3 @@ def softmax(input: Tensor, dim: int) -> Tensor:
     if input._data.dtype.kind != "f":
         raise _softmax_not_implemented("softmax", input._data.dtype, input.ndim, dim)
     return exp(log_softmax(input, dim=dim))
-
-
-Tensor.softmax = softmax  # type: ignore[attr-defined]

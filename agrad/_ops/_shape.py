@@ -11,7 +11,7 @@ from agrad._device import CPU
 from agrad._engine._graph_task import current_graph_task
 from agrad._errors import broadcast_error, dim_out_of_range
 from agrad._ops._common import _grids, _r, _shape_args, _unary_samples, _zeros_on
-from agrad._ops._registry import _inplace, defop, identity
+from agrad._ops._registry import defop, identity
 from agrad._tensor import Tensor
 
 # The public names of this family (star-imported by ``agrad/__init__.py``).
@@ -309,15 +309,6 @@ def _zero_(self: Tensor) -> Tensor:
     return self.fill_(0)
 
 
-Tensor.to = _to  # type: ignore[attr-defined]
-Tensor.cpu = _cpu  # type: ignore[attr-defined]
-Tensor.cuda = _cuda  # type: ignore[attr-defined]
-Tensor.zero_ = _zero_  # type: ignore[attr-defined]
-for _name, _d in (("float", _dtype.float32), ("double", _dtype.float64), ("half", _dtype.float16),
-                  ("long", _dtype.int64), ("int", _dtype.int32), ("bool", _dtype.bool)):
-    setattr(Tensor, _name, lambda self, _d=_d: _to(self, _d))
-
-
 @defop(vjp=identity, node="CloneBackward0", ref=lambda torch: lambda x: x.contiguous(), samples=_unary_samples())
 def _contiguous_copy(xp, input):
     """A C-contiguous copy of ``input`` (backs ``contiguous``)."""
@@ -331,12 +322,6 @@ def _contiguous(self: Tensor, memory_format: Any = None) -> Tensor:
 
 def _is_contiguous(self: Tensor, memory_format: Any = None) -> bool:
     return bool(self._data.flags.c_contiguous)
-
-
-Tensor.contiguous = _contiguous  # type: ignore[attr-defined]
-Tensor.is_contiguous = _is_contiguous  # type: ignore[attr-defined]
-Tensor.mT = property(lambda self: transpose(self, -2, -1))  # type: ignore[attr-defined]
-Tensor.T = property(lambda self: transpose(self, 0, 1) if self.ndim == 2 else self)  # type: ignore[attr-defined]
 
 
 # -- dimension helpers ------------------------------------------------------------
@@ -848,10 +833,6 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
             raise
         raise err from None
 
-
-Tensor.masked_fill = masked_fill  # type: ignore[attr-defined]
-Tensor.masked_fill_ = _inplace(_masked_fill_self_first, "masked_fill_")  # type: ignore[attr-defined]
-
 # -- padding ----------------------------------------------------------------------
 
 
@@ -909,15 +890,6 @@ def _pad(input: Tensor, pad: Any, mode: str = "constant", value: Any = None) -> 
     return constant_pad_nd(input, pad, 0 if value is None else value)
 
 
-Tensor.flatten = flatten  # type: ignore[attr-defined]
-Tensor.expand_as = _expand_as  # type: ignore[attr-defined]
-Tensor.broadcast_to = broadcast_to  # type: ignore[attr-defined]
-Tensor.narrow = narrow  # type: ignore[attr-defined]
-Tensor.split = split  # type: ignore[attr-defined]
-Tensor.chunk = chunk  # type: ignore[attr-defined]
-Tensor.tile = _tile_method  # type: ignore[attr-defined]
-
-
 # -- select, unbind, diagonal, view_as --------------------------------------------
 
 
@@ -954,7 +926,7 @@ def select(xp, input, *, dim, index):
 # input that requires grad, carry ``_multi_output`` ("Output <i> of <Op>"),
 # which views of them inherit (``_make_view``), and the in-place path
 # (``_inplace``) and a custom Function's ``mark_dirty`` raise on it while
-# recording (``_views.check_view_write``).  Views made otherwise hold None.
+# recording (``_inplace.check_view_write``).  Views made otherwise hold None.
 # A deliberate difference: the op table records one output per node, so
 # ``unbind``'s outputs are ``select`` views, each with its own SelectBackward0
 # (PyTorch: one UnbindBackward0 whose output_nr is the index); the gradients,
@@ -1017,7 +989,3 @@ def _diagonal_backward(xp, grad, *, input_sizes, offset, dim1, dim2):
 def _view_as(self: Tensor, other: Tensor) -> Tensor:
     """This tensor viewed with ``other``'s shape (``self.view(other.size())``)."""
     return self.view(other.shape)
-
-
-Tensor.unbind = unbind  # type: ignore[attr-defined]
-Tensor.view_as = _view_as  # type: ignore[attr-defined]

@@ -14,7 +14,8 @@ is an ordinary table op whose rules are written in agrad ops, so higher-order
 gradients flow through it too.
 
 The op's input on the view's side is a *fresh* replay of the view on the
-base's old history (``view_source``), not the view's own ``grad_fn``: PyTorch's
+base's old history (``view_source``; the rebase is ``rebase_view``, both in
+``_inplace``), not the view's own ``grad_fn``: PyTorch's
 CopySlices routes the region's gradient straight into the base's history, so
 the view's old node never runs, and hooks registered on the view before the
 write, which live on that node, do not fire (Note [Hooks when grad_fn changes]).
@@ -24,16 +25,15 @@ node in the in-place op's place (``_wrap_outputs``).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
 
 from agrad import _dtype
-from agrad._backends import on
 from agrad._ops._common import _r
+from agrad._ops._dispatch import _as_constant
 from agrad._ops._memory import writable_alias, write_through
-from agrad._ops._registry import REGISTRY, _as_constant, defop, identity, record
+from agrad._ops._registry import defop, identity
 from agrad._ops._shape import _index, _index_arg, _is_basic
 from agrad._tensor import Tensor
 
@@ -63,78 +63,6 @@ def _copy_slices(xp, base, value, *, view):
     region = _region(view, out)
     write_through(region, xp.broadcast_to(value, region.shape))
     return out
-
-
-def rebase_view(view: Tensor, value: Tensor) -> None:
-    """After ``value`` was written in place into ``view``: give the base a
-    CopySlices ``grad_fn`` and re-derive the view's.  See Note [CopySlices]."""
-    base = view._base
-    assert base is not None
-    history = Tensor._make(base._data, base._grad_fn, base._output_nr)
-    history._requires_grad = base._requires_grad
-    history._accumulator = base._accumulator
-    rebased = record(REGISTRY["copy_slices"], (history, value), {"view": view._view_fn}, Tensor._make(base._data))
-    base._set_grad_fn(rebased._grad_fn, 0)  # Note [Hooks when grad_fn changes]
-    view._view_version = -1  # stale: the next use replays the view on the new base
-    view._refresh_view()
-
-
-def check_view_write(view: Tensor) -> None:
-    """Refuse a recorded in-place write into ``view`` (an op's or a custom
-    Function's) where PyTorch does: a view of a leaf that requires grad, or an
-    output of an op that returns several views (Note [Multi-output views])."""
-    base = view._base
-    if base is not None and base._grad_fn is None and base._requires_grad and view._creation != "no_grad":
-        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
-    if view._multi_output is not None:
-        raise RuntimeError(
-            f"{view._multi_output} is a view and is being modified inplace. This view is the output of a function "
-            "that returns multiple views. Such functions do not allow the output views to be modified inplace. "
-            "You should replace the inplace operation by an out-of-place one."
-        )
-
-
-# Note [Where a view was made]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# PyTorch's CreationMeta, for the cases agrad refuses here: a view made while
-# grad mode was off (``_creation == "no_grad"``) recorded no link to its base's
-# history, and a view returned by a custom Function (``"custom_function"``, set
-# by ``_wrap_outputs``) has that Function's node as its grad_fn, which a
-# CopySlices rebase would silently bypass.  Views of them inherit the mark
-# (``_make_view``; a view made in no_grad mode is "no_grad" whatever its
-# source).  An in-place write into such a view is refused when it would be
-# recorded (grad mode on and the result requires grad); inside no_grad, or
-# when nothing requires grad, it is allowed.  The check runs once the op's
-# out-of-place result is known, before anything is written.
-def check_recorded_view_write(view: Tensor) -> None:
-    """Refuse a recorded in-place write into a view made in no_grad mode or by a
-    custom Function; see Note [Where a view was made]."""
-    creation = view._creation
-    if creation == "no_grad":
-        raise RuntimeError(
-            "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that "
-            "this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both "
-            "the view and the inplace either both inside the no_grad block (if you don't want the inplace to be "
-            "tracked) or both outside (if you want the inplace to be tracked)."
-        )
-    if creation == "custom_function":
-        op = re.sub(r"Backward\d*$", "", view._grad_fn.name()) if view._grad_fn is not None else "a custom Function"
-        raise RuntimeError(
-            f"Output {view._output_nr} of {op} is a view and is being modified inplace. This view was created "
-            "inside a custom Function (or because an input was returned as-is) and the autograd logic to handle "
-            "view+inplace would override the custom backward associated with the custom Function, leading to "
-            "incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the "
-            "custom Function."
-        )
-
-
-def view_source(view: Tensor) -> Tensor:
-    """The input of an in-place op on ``view``: a copy of its values (the op may
-    save them; the write overwrites them) on a fresh replay of the view on its
-    base's history.  See Note [CopySlices]."""
-    with on(view.device):
-        data = view._data.copy()
-    return Tensor._make(data, *view._view_history())
 
 
 @defop(vjp=(lambda g: g * 0, identity), node="CopyBackwards", inplace=("copy_",),
@@ -190,6 +118,3 @@ def _setitem(self: Tensor, index: Any, value: Any) -> None:
         _index(self, index).copy_(value)
     else:
         self._index_put_(value, index=index)
-
-
-Tensor.__setitem__ = _setitem  # type: ignore[method-assign]

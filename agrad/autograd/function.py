@@ -14,10 +14,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agrad._backends import zeros
-from agrad._device import CPU
 from agrad._grad_mode import grad_enabled, no_grad
-from agrad._graph._anomaly import anomaly_enabled
-from agrad._graph._node import _FREED, Edge, Node, SavedTensor, input_meta
+from agrad._graph._node import _FREED, Edge, Node
+from agrad._ops._inplace import check_recorded_view_write, check_view_write, rebase_view
+from agrad._ops._record import record
 from agrad._tensor import Tensor
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]
@@ -241,8 +241,31 @@ _BASE_SETUP_CONTEXT = inspect.getattr_static(Function, "setup_context")
 
 
 def _wrap_outputs(ctx: BackwardCFunction, args: Sequence[Any], output: Any, recording: bool) -> Any:
+    """The Function's outputs, connected to ``ctx`` when ``recording`` (``record``)."""
     try:
-        return _wrap(ctx, args, output, recording)
+        single = not isinstance(output, tuple)
+        outputs = (output,) if single else output
+        dirty = ctx.dirty_tensors
+        non_diff = ctx.non_differentiable
+        for d in dirty:
+            d._bump_version()  # as PyTorch's mark_dirty, recording or not
+        if any(all(o is not d for o in outputs) for d in dirty):
+            raise RuntimeError("Some elements marked as dirty during the forward method were not returned as "
+                               "output. The inputs that are modified inplace must all be outputs of the Function.")
+        # An input returned as-is becomes a new tensor viewing it.
+        wrapped = [o._alias() if isinstance(o, Tensor) and not _is_in(o, dirty) and _is_in(o, args) else o
+                   for o in outputs]
+        if recording:
+            for d in dirty:
+                _check_dirty(d, len(outputs))
+            if non_diff:
+                ctx._non_diff_outputs = frozenset(i for i, o in enumerate(wrapped) if _is_in(o, non_diff))
+            record(None, args, {}, None, node=ctx, edges=[_input_edge(a, dirty) for a in args], outputs=wrapped,
+                   to_save=ctx.to_save, connect=lambda node: _connect(ctx, wrapped, dirty, non_diff, True))
+        else:
+            _connect(ctx, wrapped, dirty, non_diff, False)
+            ctx._saved = list(ctx.to_save)
+        return wrapped[0] if single else tuple(wrapped)
     finally:
         # The outputs point at ctx (their grad_fn); ctx must not point back at
         # them, or every custom Function would leave a reference cycle for the
@@ -251,31 +274,17 @@ def _wrap_outputs(ctx: BackwardCFunction, args: Sequence[Any], output: Any, reco
         ctx.to_save = ctx.dirty_tensors = ctx.non_differentiable = ()
 
 
-def _wrap(ctx: BackwardCFunction, args: Sequence[Any], output: Any, recording: bool) -> Any:
-    single = not isinstance(output, tuple)
-    outputs = (output,) if single else output
-    dirty = ctx.dirty_tensors
-    non_diff = ctx.non_differentiable
-    for d in dirty:
-        d._bump_version()  # as PyTorch's mark_dirty, recording or not
-    if any(all(o is not d for o in outputs) for d in dirty):
-        raise RuntimeError("Some elements marked as dirty during the forward method were not returned as output. "
-                           "The inputs that are modified inplace must all be outputs of the Function.")
-    if recording:
-        for d in dirty:
-            _check_dirty(d, len(outputs))
-        ctx.set_next_edges([_input_edge(a, dirty) for a in args])
-    wrapped = []
+def _connect(ctx: BackwardCFunction, outputs: Sequence[Any], dirty: Sequence[Tensor], non_diff: Sequence[Tensor],
+             recording: bool) -> None:
+    """Give each floating output ``ctx`` as its ``grad_fn`` when recording (a dirty
+    view is rebased: Note [CopySlices]); other outputs not marked dirty do not
+    require grad."""
     for i, o in enumerate(outputs):
         if not isinstance(o, Tensor):
-            wrapped.append(o)
             continue
-        is_dirty = any(o is d for d in dirty)
-        if not is_dirty and any(o is a for a in args):
-            o = o._alias()  # an input returned as-is becomes a new tensor viewing it
-        if recording and o._data.dtype.kind == "f" and not any(o is n for n in non_diff):
+        is_dirty = _is_in(o, dirty)
+        if recording and o._data.dtype.kind == "f" and not _is_in(o, non_diff):
             if is_dirty and o._base is not None:
-                from agrad._ops._views import rebase_view
                 rebase_view(o, o._alias(ctx, i))  # Note [CopySlices]
             else:
                 o._set_grad_fn(ctx, i)  # Note [Hooks when grad_fn changes]
@@ -283,21 +292,14 @@ def _wrap(ctx: BackwardCFunction, args: Sequence[Any], output: Any, recording: b
                     o._creation = "custom_function"  # Note [Where a view was made]
         elif not is_dirty:
             o._requires_grad = False
-        wrapped.append(o)
-    if recording:
-        ctx._input_meta = tuple(input_meta(o._data) if isinstance(o, Tensor) else ((), None, CPU) for o in wrapped)
-        if non_diff:
-            ctx._non_diff_outputs = frozenset(i for i, o in enumerate(wrapped) if any(o is n for n in non_diff))
-        ctx._saved = [None if t is None else
-                      SavedTensor(t, is_output=True, output_nr=_index_of(t, wrapped)) if _index_of(t, wrapped) >= 0
-                      else SavedTensor(t) for t in ctx.to_save]
-        ctx._work = (sum(o._data.size for o in wrapped if isinstance(o, Tensor))
-                     + sum(t._data.size for t in ctx.to_save if t is not None))
-        if anomaly_enabled.get():
-            ctx._record_trace()
-    else:
-        ctx._saved = list(ctx.to_save)
-    return wrapped[0] if single else tuple(wrapped)
+
+
+def _is_in(t: Any, items: Sequence[Any]) -> bool:
+    """Whether ``t`` itself (not an equal tensor) is one of ``items``."""
+    for x in items:
+        if x is t:
+            return True
+    return False
 
 
 def _check_dirty(t: Tensor, n_outputs: int) -> None:
@@ -315,7 +317,6 @@ def _check_dirty(t: Tensor, n_outputs: int) -> None:
             "Tensor and a second one that does the other operations)."
         )
     if t._base is not None:
-        from agrad._ops._views import check_recorded_view_write, check_view_write
         check_view_write(t)
         check_recorded_view_write(t)
 
@@ -342,13 +343,6 @@ def _input_edge(a: Any, dirty: Sequence[Tensor]) -> Edge | None:
     return a._gradient_edge()
 
 
-def _index_of(t: Tensor, items: Sequence[Any]) -> int:
-    for i, o in enumerate(items):
-        if o is t:
-            return i
-    return -1
-
-
 class _DelayedError(Node):
     """Backward node that raises when reached: marks results of a once_differentiable backward."""
 
@@ -369,10 +363,9 @@ def once_differentiable(fn: Callable[..., Any]) -> Callable[..., Any]:
         if not needs or not grad_enabled.get():
             return outputs
         err = _DelayedError()
-        err.set_next_edges([g._gradient_edge() for g in needs])
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
-        err._input_meta = tuple(input_meta(o._data) if isinstance(o, Tensor) else ((), None, CPU) for o in outs)
+        record(None, needs, {}, None, node=err, edges=[g._gradient_edge() for g in needs], outputs=outs)
         res = tuple(o._alias(grad_fn=err, output_nr=i) if isinstance(o, Tensor) else o for i, o in enumerate(outs))
         return res[0] if single else res
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agrad._ops import _elementwise as _ew
-from agrad._ops._registry import _inplace
+from agrad._ops._inplace import inplace_method
 from agrad._tensor import Tensor
 
 __all__ = ["leaky_relu", "elu", "gelu", "silu", "softplus", "hardtanh", "relu6"]
@@ -19,7 +19,7 @@ __all__ = ["leaky_relu", "elu", "gelu", "silu", "softplus", "hardtanh", "relu6"]
 def _apply(fn: Callable[..., Tensor], input: Tensor, inplace: bool, **kwargs: Any) -> Tensor:
     # In place like the table ops' ``op_`` methods: computed on a copy of the old
     # value, written into ``input``, which takes the new grad_fn.
-    return _inplace(fn, fn.__name__ + "_")(input, **kwargs) if inplace else fn(input, **kwargs)
+    return inplace_method(fn, fn.__name__ + "_")(input, **kwargs) if inplace else fn(input, **kwargs)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:

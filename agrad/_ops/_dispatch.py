@@ -1,0 +1,235 @@
+"""Running an op: its arguments made tensors of one dtype on one device, its
+forward run there, and its result made a view where the op returns one.
+
+:func:`apply` is the hot path of every op call: it coerces the arguments
+(Python numbers become constant tensors, PyTorch's type promotion applies),
+places the computation (Note [Mixed devices]), runs the forward (on the
+cooperative runner when one is active), translates numpy's errors, and hands
+the result to ``record`` (``_record``) when grad mode is on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from agrad import _backends, _dtype, _errors
+from agrad._device import CPU
+from agrad._engine import _cooperating
+from agrad._grad_mode import grad_enabled
+from agrad._ops._record import record
+from agrad._ops._schema import OpDef
+from agrad._tensor import InferenceCounter, Tensor, mark_inference
+
+__all__ = ["apply"]
+
+_ndarray = np.ndarray
+_FROM_NP = _dtype._FROM_NP
+
+
+def _as_constant(value: Any, dt: _dtype.dtype | None) -> Tensor:
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, _ndarray):
+        return Tensor._make(value if dt is None else value.astype(dt.np, copy=False))
+    if isinstance(value, (bool, int, float, np.generic)):
+        d = dt if dt is not None else _dtype.result_type([], [], [value])
+        return _constant(value, d.np)
+    raise TypeError(f"expected a Tensor or a number, got {type(value).__name__}")
+
+
+# Note [Scalar constants]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# A Python number in an op (``y * 1.0001``) becomes a 0-d constant tensor of
+# the op's dtype, so forward kernels and backward rules only ever see tensors.
+# Constants never require grad and nothing can write to them (no user code
+# holds them), so they are cached by (type, value, dtype): a loop of scalar
+# ops allocates no new constant per step.  The cache is bounded by clearing.
+_CONSTANTS: dict[tuple[type, Any, np.dtype], Tensor] = {}
+
+
+def _constant(value: Any, np_dtype: np.dtype) -> Tensor:
+    key = (type(value), value, np_dtype)
+    t = _CONSTANTS.get(key)
+    if t is None:
+        if len(_CONSTANTS) >= 4096:
+            _CONSTANTS.clear()
+        with np.errstate(over="ignore", invalid="ignore"):  # 1e300 in float32 is inf, silently, as in PyTorch
+            arr = np.asarray(value, dtype=np_dtype)
+        arr.flags.writeable = False
+        t = _CONSTANTS[key] = Tensor._make(arr)
+    return t
+
+
+_PY_NUMBERS = (float, int)
+
+
+def _coerce(op: OpDef, args: Sequence[Any]) -> tuple[tuple[Tensor, ...], list[Any], Any]:
+    """Turn numbers into constant tensors and apply PyTorch's type promotion.
+
+    Returns the tensors (what the graph records and the node saves), the
+    arrays the forward computes on, cast to the common dtype and all on one
+    device, and that device (Note [Mixed devices]).  The casts are not
+    recorded: the engine casts each gradient back to its input's dtype when
+    routing it, as PyTorch's ``validate_outputs`` does.
+    """
+    if not (op.promote or op.to_float):
+        tensors = tuple(a if isinstance(a, Tensor) else _as_constant(a, None) for a in args)
+        arrays = [t._data for t in tensors]
+        return tensors, arrays, _placement(arrays)
+    if len(args) == 2:
+        # Fast path: a tensor and a Python number of no higher category (float
+        # tensor * 2.5, int tensor + 1); ``apply`` takes the tensors-only ones.
+        a, b = args
+        ta, tb = type(a), type(b)
+        if ta is Tensor and tb in _PY_NUMBERS or tb is Tensor and ta in _PY_NUMBERS:
+            t, num = (a, b) if ta is Tensor else (b, a)
+            dt = t._data.dtype
+            if dt.kind == "f" or (type(num) is int and dt.kind in "iu" and not op.to_float):
+                c = _constant(num, dt)
+                if ta is Tensor:
+                    arrays = [a._data, c._data]
+                    return (a, c), arrays, CPU if type(arrays[0]) is _ndarray else _placement(arrays)
+                arrays = [c._data, b._data]
+                return (c, b), arrays, CPU if type(arrays[1]) is _ndarray else _placement(arrays)
+    dims, zero_dims, scalars = [], [], []
+    for a in args:
+        if isinstance(a, Tensor):
+            (dims if a._data.ndim else zero_dims).append(_FROM_NP[a._data.dtype])
+        elif isinstance(a, _ndarray):
+            (dims if a.ndim else zero_dims).append(_dtype.from_numpy_dtype(a.dtype))
+        else:
+            scalars.append(a)
+    target = _dtype.result_type(dims, zero_dims, scalars)
+    if op.to_float and not target.is_floating_point:
+        target = _dtype.get_default_dtype()
+    tensors = tuple(a if isinstance(a, Tensor) else _as_constant(a, target) for a in args)
+    arrays = [t._data for t in tensors]
+    dev = _placement(arrays)
+    if any(a.dtype != target.np for a in arrays):
+        with _backends.on(dev):
+            arrays = [a if a.dtype == target.np else a.astype(target.np) for a in arrays]
+    return tensors, arrays, dev
+
+
+# Note [Mixed devices]
+# ~~~~~~~~~~~~~~~~~~~~
+# An op runs on its inputs' device, and all of them must be on one device, as
+# PyTorch requires, with one exception: a 0-d CPU tensor (a Python number made
+# a tensor, Note [Scalar constants], or a user's scalar) goes along with
+# tensors on another device.  Only the array the forward computes on is
+# copied; the graph records the CPU tensor itself, so its gradient, computed
+# on the device, is moved back to the CPU when the engine routes it (the
+# gradient is conformed to the input's device as to its shape and dtype).
+def _placement(arrays: list[Any]) -> Any:
+    """The device ``arrays`` compute on, 0-d CPU arrays moved there in place."""
+    for a in arrays:
+        if type(a) is not _ndarray:
+            break
+    else:
+        return CPU
+    dev = CPU
+    for a in arrays:
+        if type(a) is not _ndarray:
+            d = _backends.device_of(a)
+            if dev is not CPU and d is not dev:
+                raise RuntimeError(
+                    f"Expected all tensors to be on the same device, but found at least two devices, {dev} and {d}!"
+                )
+            dev = d
+    for i, a in enumerate(arrays):
+        if type(a) is _ndarray:
+            if a.ndim:
+                raise RuntimeError(
+                    f"Expected all tensors to be on the same device, but found at least two devices, {dev} and cpu!"
+                )
+            arrays[i] = _backends.transfer(a, dev)
+    return dev
+
+
+def _as_array(out: Any, xp: Any) -> Any:
+    """A forward's result as an array: numpy scalars (full reductions) become
+    0-d arrays; an array of any backend (``.to()`` returns one) stays as it is."""
+    if isinstance(out, np.generic) or not _backends.is_array(out):
+        return xp.asarray(out)
+    return out
+
+
+def apply(op: OpDef, args: Sequence[Any], attrs: dict[str, Any]) -> Tensor:
+    """Run ``op`` forward on ``args`` and, if grad mode is on and any input
+    requires grad, record its backward Node (``record``).  The hot path of every op."""
+    # The commonest calls need no promotion: one tensor, or two of one dtype
+    # (float unless the op computes integers in float).  Everything else,
+    # numbers included, goes through ``_coerce``.
+    n = len(args)
+    if (n == 1 and type(a := args[0]) is Tensor and type(ad := a._data) is _ndarray
+            and (not op.to_float or ad.dtype.kind == "f")):
+        tensors, arrays = args, [ad]
+        dev = CPU
+    elif (n == 2 and type(a := args[0]) is Tensor and type(b := args[1]) is Tensor
+          and type(ad := a._data) is _ndarray and type(bd := b._data) is _ndarray
+          and (dt := ad.dtype) is bd.dtype and (not op.to_float or dt.kind == "f")):
+        tensors, arrays = args, [ad, bd]
+        dev = CPU
+    else:
+        tensors, arrays, dev = _coerce(op, args)
+    try:
+        if dev is CPU:
+            xp = np
+            if not _cooperating.running or (runner := _cooperating.local.runner) is None:
+                out = op.forward(np, *arrays, **attrs) if attrs else op.forward(np, *arrays)
+            else:  # Notes [Cooperative calls], [Products in row blocks]: may pause, or split
+                out = runner.forward(op, arrays, attrs)
+            if type(out) is not _ndarray:
+                out = _as_array(out, np)
+        else:
+            xp = _backends.backend(dev.type).xp
+            with _backends.on(dev):
+                out = op.forward(xp, *arrays, **attrs)
+                if type(out) is not _ndarray:
+                    out = _as_array(out, xp)
+    except (ValueError, IndexError, TypeError, ZeroDivisionError, MemoryError) as exc:
+        # Note [Translating numpy's errors]: free unless the kernel raised.
+        err = _errors.translate(exc, op.name, [a.shape for a in arrays], attrs)
+        if err is None:
+            raise
+        raise err from None
+    result = Tensor._make(out)
+    if op.view and out.base is not None and arrays[0] is tensors[0]._data and xp.may_share_memory(out, arrays[0]):
+        if type(tensors[0]._version_counter) is InferenceCounter:
+            # A view of an inference tensor is an inference tensor, in any mode,
+            # which autograd does not track (PyTorch: not _is_view(), no grad_fn).
+            result._version_counter = tensors[0]._version_counter
+            return result
+        _make_view(op, attrs, tensors[0], result, xp)
+    if not grad_enabled.get():
+        if result._base is None:
+            mark_inference(result)  # Note [Inference tensors]
+        return result
+    if op.vjps is not None:
+        record(op, tensors, attrs, result)
+    return result
+
+
+def _make_view(op: OpDef, attrs: dict[str, Any], src: Tensor, view: Tensor, xp: Any) -> None:
+    """Mark ``view`` (whose array is a view of ``src``'s) as a view of
+    ``src``'s base: shared memory and version counter, and a replay of the view
+    op(s) from the base, as an array function and as a recorded agrad op."""
+    parent = src._view_fn if src._base is not None else None
+    forward = op.forward
+    if parent is None:
+        view_np = lambda arr: forward(xp, arr, **attrs)  # noqa: E731
+        view_t = lambda base: apply(op, (base,), attrs)  # noqa: E731
+    else:
+        parent_np, parent_t = parent
+        view_np = lambda arr: forward(xp, parent_np(arr), **attrs)  # noqa: E731
+        view_t = lambda base: apply(op, (parent_t(base),), attrs)  # noqa: E731
+    view._base = src._base if src._base is not None else src
+    view._version_counter = src._version_counter
+    view._view_fn = (view_np, view_t)
+    view._view_version = src._version_counter[0]
+    view._multi_output = src._multi_output if src._base is not None else None  # Note [Multi-output views]
+    # Note [Where a view was made]: made now in no_grad mode, or as its source was
+    view._creation = "no_grad" if not grad_enabled.get() else src._creation if src._base is not None else None
