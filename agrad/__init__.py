@@ -1,18 +1,27 @@
 """agrad: reverse-mode autograd whose backward pass is a cooperative asyncio program.
 
-PyTorch's autograd API with ``await`` added::
+PyTorch's autograd API with ``await`` added:
 
-    import agrad
-    x = agrad.randn(3, requires_grad=True)
-    loss = (x * x).sum()
-    await loss.backward()        # in async code
-    loss.backward_sync()         # in a script or a thread
+    >>> import asyncio
+    >>> import agrad
+    >>> x = agrad.tensor([1.0, 2.0], requires_grad=True)
+    >>> async def step():
+    ...     loss = (x * x).sum()
+    ...     await loss.backward()        # in async code
+    >>> asyncio.run(step())
+    >>> x.grad
+    tensor([2., 4.])
+    >>> (x * x).sum().backward_sync()    # in a script or a thread
+    >>> x.grad
+    tensor([4., 8.])
 """
+
+import builtins
 
 from agrad import (
     _blas,
-    _ops,  # noqa: F401  - registers every op and its Tensor methods
     autograd,
+    cuda,
     linalg,
     nn,
     random,
@@ -87,22 +96,15 @@ int = int32  # noqa: A001 - torch.int
 __version__ = "0.1.0"
 
 
-def is_tensor(obj: object) -> "builtins.bool":
+def is_tensor(obj: object) -> builtins.bool:
     """Whether ``obj`` is an agrad Tensor."""
     return isinstance(obj, Tensor)
 
 
-def softmax(input: Tensor, dim: "builtins.int") -> Tensor:
+def softmax(input: Tensor, dim: builtins.int) -> Tensor:
     """Normalised exponentials along ``dim`` (``agrad.nn.functional.softmax``)."""
     return nn.functional.softmax(input, dim)
 
-
-import builtins  # noqa: E402  - for the annotations above, after shadowing bool/int
-
-from agrad import cuda  # noqa: E402
-
-# Last: it needs the whole package, and agrad.utils itself is imported early (by _graph).
-from agrad.utils import checkpoint as _checkpoint  # noqa: E402, F401
 
 __all__ = [
     "Tensor", "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange", "linspace", "eye",

@@ -1,7 +1,9 @@
 """``agrad.device``: where a tensor's data lives (mirrors ``torch.device``).
 
 A device is a type (``"cpu"``, ``"cuda"``, or one a backend registered, see
-``agrad/_backends``) and an optional index.  Tensors report canonical
+``agrad/_backends``) and an optional index.  This module knows the types by
+name only (``agrad._backends`` adds each one it registers, see
+:func:`add_type`), so it imports nothing of agrad.  Tensors report canonical
 devices, with the index filled in (``cuda:0``), and the same object each time,
 so the engine compares devices by identity on its hot paths.
 """
@@ -11,6 +13,26 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["device"]
+
+# The device types a backend is registered for, in registration order (error
+# messages list them).  Only agrad._backends changes it, through add_type and
+# remove_type, as it registers and unregisters backends.
+_types: dict[str, None] = {}
+
+
+def known_types() -> tuple[str, ...]:
+    """The device types ``device()`` accepts, in registration order."""
+    return tuple(_types)
+
+
+def add_type(kind: str) -> None:
+    """Make ``kind`` a device type (called by ``agrad._backends.register_backend``)."""
+    _types[kind] = None
+
+
+def remove_type(kind: str) -> None:
+    """Forget the device type ``kind`` (called by ``agrad._backends.unregister_backend``)."""
+    _types.pop(kind, None)
 
 
 class device:
@@ -42,9 +64,7 @@ class device:
             if not idx.isdigit():
                 raise RuntimeError(f"Invalid device string: '{spec}'")
             index = int(idx)
-        from agrad._backends import known_types
-
-        if kind not in known_types():
+        if kind not in _types:
             raise RuntimeError(
                 f"Expected one of {', '.join(known_types())} device type at start of device string: {spec}"
             )

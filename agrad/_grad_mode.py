@@ -1,14 +1,8 @@
 """Grad mode: whether forward ops record a graph.
 
-Note [Ambient state in contextvars]
-~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-PyTorch keeps grad mode in a thread-local.  In asyncio many tasks interleave on
-one thread, so a thread-local would leak ``no_grad`` from one request into
-another.  Every piece of ambient state in agrad is a ``ContextVar``: each
-asyncio task (and each trio task) runs in its own copy of the context, so a
-task under ``no_grad`` never changes what a task beside it records.  The
-context managers save and restore the previous *value* (not a token), so one
-instance may be entered again, nested, or used as a decorator.
+The flags live with the rest of agrad's ambient state in ``_ambient.py``
+(Note [Ambient state in contextvars]); the context managers that set them are
+here.
 """
 
 from __future__ import annotations
@@ -18,8 +12,9 @@ import inspect
 import warnings
 from collections.abc import AsyncGenerator, Callable, Generator
 from contextlib import AbstractContextManager
-from contextvars import ContextVar
 from typing import Any, TypeVar
+
+from agrad._ambient import grad_enabled, inference_enabled
 
 __all__ = [
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
@@ -28,9 +23,6 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-grad_enabled: ContextVar[bool] = ContextVar("agrad_grad_enabled", default=True)
-# See Note [Inference tensors] in agrad/_tensor.py.
-inference_enabled: ContextVar[bool] = ContextVar("agrad_inference_mode", default=False)
 
 
 def is_grad_enabled() -> bool:

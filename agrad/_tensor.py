@@ -20,7 +20,7 @@ from agrad import _dtype
 from agrad._backends import device_of
 from agrad._device import CPU, device
 from agrad._grad_mode import grad_enabled, inference_enabled
-from agrad.utils.hooks import RemovableHandle, _add_hook
+from agrad._graph._hooks import RemovableHandle, _add_hook
 
 if TYPE_CHECKING:
     from agrad._graph._node import AccumulateGrad, Node

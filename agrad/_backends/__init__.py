@@ -26,12 +26,15 @@ identity, so CPU-only code pays one type comparison per lookup.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from agrad._device import CPU, device
+from agrad._backends._base import Backend
+from agrad._backends._cupy import CupyBackend
+from agrad._backends._numpy import NumpyBackend
+from agrad._device import CPU, add_type, device, remove_type
+from agrad._device import known_types as known_types
 
 __all__ = [
     "Backend", "register_backend", "backend", "known_types", "device_of", "array_module", "on", "transfer",
@@ -39,65 +42,6 @@ __all__ = [
 ]
 
 _ndarray = np.ndarray
-
-
-class Backend:
-    """The interface a device type implements (numpy's is the trivial one).
-
-    Subclasses set ``type`` and implement the methods; :meth:`load` runs once,
-    on first use, and fills ``xp`` and ``array_types``.
-    """
-
-    type: str = ""
-    #: The array module op forwards compute with (numpy's API).
-    xp: Any = None
-    #: The array types this backend owns (filled by :meth:`load`).
-    array_types: tuple[type, ...] = ()
-
-    def load(self) -> None:
-        """Import the array library; raise a clear RuntimeError if it cannot work here."""
-
-    def device_count(self) -> int:
-        raise NotImplementedError
-
-    def current_index(self) -> int:
-        """The index ``device("<type>")`` without one means."""
-        return 0
-
-    def index_of(self, array: Any) -> int:
-        """The index of the device holding ``array``."""
-        raise NotImplementedError
-
-    def context(self, index: int, engine: bool) -> contextlib.AbstractContextManager[Any]:
-        """Make device ``index`` current for the kernels launched inside; with
-        ``engine``, make its engine stream current as well (Note [Engine streams])."""
-        raise NotImplementedError
-
-    def from_host(self, array: np.ndarray, index: int) -> Any:
-        """Copy a numpy array to device ``index``."""
-        raise NotImplementedError
-
-    def to_host(self, array: Any) -> np.ndarray:
-        """Copy ``array`` to a numpy array (waits for the work that produces it)."""
-        raise NotImplementedError
-
-    def move(self, array: Any, index: int) -> Any:
-        """Copy ``array`` to another device ``index`` of this type."""
-        raise NotImplementedError
-
-    def join_caller(self, index: int) -> None:
-        """Order the engine's work on device ``index`` after the work the caller
-        queued so far (on the caller's current stream)."""
-
-    def when_idle(self, index: int, callback: Callable[[], None]) -> None:
-        """Call ``callback()``, from any thread, once every kernel queued so far on
-        device ``index``'s engine stream has finished.  Never blocks."""
-        raise NotImplementedError
-
-    def synchronize(self, index: int) -> None:
-        """Block until every kernel queued on device ``index``'s engine stream has finished."""
-        raise NotImplementedError
-
 
 # Backends by device type, in registration order (error messages list them),
 # and by array type once loaded.
@@ -113,18 +57,16 @@ def register_backend(b: Backend) -> None:
     if b.type in _BACKENDS:
         unregister_backend(b.type)
     _BACKENDS[b.type] = b
+    add_type(b.type)
 
 
 def unregister_backend(kind: str) -> None:
     """Forget device type ``kind`` (for tests that register their own)."""
     b = _BACKENDS.pop(kind)
+    remove_type(kind)
     for t in b.array_types:
         _BY_ARRAY_TYPE.pop(t, None)
     _LOADED.discard(kind)  # its device objects stay canonical: caches hold them
-
-
-def known_types() -> tuple[str, ...]:
-    return tuple(_BACKENDS)
 
 
 def backend(kind: str) -> Backend:
@@ -230,12 +172,5 @@ def zeros(shape: tuple[int, ...], dtype: Any, dev: device) -> Any:
     return np.zeros(shape, dtype) if dev is CPU else full(shape, 0, dtype, dev)
 
 
-def _register_builtin() -> None:
-    from agrad._backends._cupy import CupyBackend
-    from agrad._backends._numpy import NumpyBackend
-
-    register_backend(NumpyBackend())
-    register_backend(CupyBackend())
-
-
-_register_builtin()
+register_backend(NumpyBackend())
+register_backend(CupyBackend())

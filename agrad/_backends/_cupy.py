@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from agrad._backends import Backend
+from agrad._backends._base import Backend
 
 __all__ = ["CupyBackend"]
 

@@ -23,17 +23,18 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
 
 import anyio
 import anyio.lowlevel
+
+from agrad._ambient import inside_job
 
 __all__ = ["admitted", "get_admission_limit", "mark_inside", "set_admission_limit"]
 
 _limit = 16
 
 # True in the context a job runs in: jobs started there are part of it.
-_inside: ContextVar[bool] = ContextVar("agrad_inside_job", default=False)
+_inside = inside_job
 
 
 def get_admission_limit() -> int:

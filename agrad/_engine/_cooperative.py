@@ -39,7 +39,8 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from agrad._engine import _cooperating, _device_workers, _traps
+from agrad._ambient import runs_kernels
+from agrad._engine import _device_workers, _traps
 from agrad._engine._admission import admitted, mark_inside
 from agrad._engine._cpu_worker import DONE, CpuWorker, cpu_worker, serve
 from agrad._engine._graph_task import GraphTask
@@ -133,7 +134,7 @@ class _Cooperative:
     def _switch(self, switch: Callable[[Any], Any], arg: Any) -> Any:
         glet = self._glet
         glet.parent = self._getcurrent()  # whoever resumes it gets its next request
-        with _cooperating.runs_kernels(self, self):
+        with runs_kernels(self, self):
             try:
                 request = switch(arg)
             except StopIteration as exc:  # fn's own: not the end of the steps

@@ -20,7 +20,8 @@ import threading
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, cast
 
-from agrad._engine import _cooperating, _device_workers, _traps
+from agrad._ambient import cooperative_call
+from agrad._engine import _device_workers, _traps
 from agrad._engine._cpu_worker import cpu_worker, serve
 from agrad._engine._graph_task import GraphTask
 from agrad._engine._interrupts import cancel_on_interrupt, deferred_interrupts
@@ -121,7 +122,7 @@ def execute_sync(task: GraphTask) -> None:
     on a fresh thread if it nests too deep (Note [Reentrant depth]).  Inside
     ``agrad.cooperative`` the call runs it in its time slices instead (Note
     [Backwards inside a cooperative call])."""
-    job = _cooperating.current()
+    job = cooperative_call()
     try:
         if _spills(task):
             if job is not None:  # the caller runs it in a fresh task of the loop

@@ -25,11 +25,11 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Coroutine, Generator, Iterator, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import numpy as np
 
+from agrad._ambient import current_graph_task
 from agrad._backends import on
 from agrad._device import CPU
 from agrad._engine._dependencies import ExecInfo, compute_dependencies, init_to_execute, reaches
@@ -57,14 +57,10 @@ from agrad._graph._saved_hooks import restore_saved_hooks, saved_hooks_state
 if TYPE_CHECKING:
     from agrad._engine._slices import Budget
 
-__all__ = ["GraphTask", "Outcome", "current_graph_task"]
+__all__ = ["GraphTask", "Outcome"]
 
 _ndarray = np.ndarray
 
-# The graph task whose nodes are running in this context: queue_callback
-# appends to it, and a backward started from inside a node's backward is a
-# reentrant one, one level deeper.  See Note [Ambient state in contextvars].
-current_graph_task: ContextVar[GraphTask | None] = ContextVar("agrad_current_graph_task", default=None)
 
 # What a kernel job hands back (Note [Offloaded kernels]): ``(node, inputs,
 # outputs)`` per node it ran, the node that raised and its exception if one

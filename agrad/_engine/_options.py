@@ -16,10 +16,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from agrad._ambient import engine_options as engine_options_var
+from agrad._ambient import multithreading
 from agrad._grad_mode import F, _GradModeContext
 
 __all__ = ["EngineOptions", "engine_options", "current_options", "get_num_interop_threads",
@@ -44,19 +45,19 @@ class EngineOptions:
     max_recursion_depth: int = 60
 
 
-_options: ContextVar[EngineOptions] = ContextVar(
-    "agrad_engine_options", default=EngineOptions())  # noqa: B039  (frozen: immutable)
+_DEFAULT = EngineOptions()
+_options = engine_options_var
 
 
 def current_options() -> EngineOptions:
     """The options a backward started now would run with."""
-    options = _options.get()
+    options = _options.get() or _DEFAULT
     if not _multithreading.get():  # see set_multithreading_enabled
         return replace(options, offload="never")
     return options
 
 
-_multithreading: ContextVar[bool] = ContextVar("agrad_multithreading_enabled", default=True)
+_multithreading = multithreading
 
 
 def is_multithreading_enabled() -> bool:
@@ -149,7 +150,7 @@ def engine_options(*, time_slice: float | None = None, offload: OffloadMode | No
         >>> with agrad.autograd.graph.engine_options(offload="never"):
         ...     pass  # backwards awaited here run every kernel on the loop
     """
-    old = _options.get()
+    old = _options.get() or _DEFAULT
     changes: dict[str, object] = {}
     if time_slice is not None:
         if not time_slice > 0:

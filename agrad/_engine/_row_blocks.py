@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from agrad._engine import _cooperating
+from agrad._ambient import runs_kernels
 
 __all__ = ["RowBlocks", "forward_work", "row_blocks", "splittable"]
 
@@ -114,7 +114,7 @@ class RowBlocks:
     def run(self, job: Callable[[], None]) -> None:
         """Run ``job`` on this thread with its products in row blocks, then let the helpers go."""
         try:
-            with _cooperating.runs_kernels(self):
+            with runs_kernels(self):
                 job()
         finally:
             for _ in range(self.helpers):

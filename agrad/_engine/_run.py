@@ -12,9 +12,10 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from agrad._ambient import current_graph_task
 from agrad._backends import full, zeros
 from agrad._dtype import from_numpy_dtype
-from agrad._engine._graph_task import GraphTask, current_graph_task
+from agrad._engine._graph_task import GraphTask
 from agrad._graph._node import Edge, GradientEdge, GraphRoot
 from agrad._tensor import Tensor
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import warnings
-from contextvars import ContextVar
 from typing import Any
 
-anomaly_enabled: ContextVar[bool] = ContextVar("agrad_anomaly_enabled", default=False)
-anomaly_check_nan: ContextVar[bool] = ContextVar("agrad_anomaly_check_nan", default=True)
+from agrad._ambient import anomaly_check_nan, anomaly_enabled, running_node
 
 
 class detect_anomaly:
@@ -69,7 +67,6 @@ def is_anomaly_check_nan_enabled() -> bool:
 # engine sets ``running_node`` around a node's kernel only in anomaly mode.
 # An ``async def`` backward's nodes get no parent: its coroutine runs after
 # the kernel call that set the variable returned.
-running_node: ContextVar[Any] = ContextVar("agrad_running_node", default=None)
 
 
 def run_as_parent(node: Any, inputs: list[Any], task: Any) -> Any:

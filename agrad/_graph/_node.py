@@ -18,17 +18,17 @@ import sys
 import traceback
 import weakref
 from collections.abc import Callable, Sequence
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from agrad._ambient import before_in_place
 from agrad._backends import device_of
 from agrad._device import CPU
 from agrad._grad_mode import grad_enabled
 from agrad._graph._anomaly import running_node
+from agrad._graph._hooks import RemovableHandle, _add_hook
 from agrad._graph._saved_hooks import Hooks, current_hooks
-from agrad.utils.hooks import RemovableHandle, _add_hook
 
 if TYPE_CHECKING:
     from agrad._engine._graph_task import GraphTask
@@ -289,7 +289,6 @@ class AccumulateGrad(Node):
 # an op goes through the registry's ``_inplace``, which calls this ContextVar's
 # function, when one is set, with the tensor about to be written (PyTorch
 # intercepts the write with a dispatch mode instead).
-before_in_place: ContextVar[Callable[["Tensor"], None] | None] = ContextVar("agrad_before_in_place", default=None)
 
 # Bound once: SavedTensor's constructor is on every recorded op's path.
 _current_hooks = current_hooks.get

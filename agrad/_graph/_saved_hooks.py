@@ -24,8 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
+
+from agrad._ambient import outer_saved_hooks, saved_hooks, saved_hooks_disabled
 
 if TYPE_CHECKING:
     from agrad._tensor import Tensor
@@ -35,12 +36,12 @@ __all__ = ["saved_tensors_hooks", "disable_saved_tensors_hooks", "current_hooks"
 
 Hooks = tuple[Callable[["Tensor"], Any], Callable[[Any], "Tensor"]]
 
-current_hooks: ContextVar[Hooks | None] = ContextVar("agrad_saved_tensors_hooks", default=None)
-# The pairs that entered contexts replaced, innermost last: PyTorch's stack of
-# default hooks, per context (see saved_tensors_hooks.__exit__).
-_outer_hooks: ContextVar[tuple[Hooks | None, ...]] = ContextVar("agrad_outer_saved_tensors_hooks", default=())
-# The message of the innermost disable_saved_tensors_hooks, None when enabled.
-_disabled: ContextVar[str | None] = ContextVar("agrad_saved_tensors_hooks_disabled", default=None)
+# The pair in force; the pairs that entered contexts replaced, innermost last
+# (PyTorch's stack of default hooks, per context: see saved_tensors_hooks.__exit__);
+# the message of the innermost disable_saved_tensors_hooks, None when enabled.
+current_hooks = saved_hooks
+_outer_hooks = outer_saved_hooks
+_disabled = saved_hooks_disabled
 
 
 class saved_tensors_hooks:

@@ -15,9 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from agrad import _backends, _dtype, _errors
+from agrad import _ambient, _backends, _dtype, _errors
 from agrad._device import CPU
-from agrad._engine import _cooperating
 from agrad._grad_mode import grad_enabled
 from agrad._ops._record import record
 from agrad._ops._schema import OpDef
@@ -178,7 +177,7 @@ def apply(op: OpDef, args: Sequence[Any], attrs: dict[str, Any]) -> Tensor:
     try:
         if dev is CPU:
             xp = np
-            if not _cooperating.running or (runner := _cooperating.local.runner) is None:
+            if not _ambient.running or (runner := _ambient.kernel_runner()) is None:
                 out = op.forward(np, *arrays, **attrs) if attrs else op.forward(np, *arrays)
             else:  # Notes [Cooperative calls], [Products in row blocks]: may pause, or split
                 out = runner.forward(op, arrays, attrs)

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 
 from agrad import _backends, _dtype
+from agrad._ambient import current_graph_task
 from agrad._device import CPU
-from agrad._engine._graph_task import current_graph_task
 from agrad._errors import broadcast_error, dim_out_of_range
 from agrad._ops._common import _grids, _r, _shape_args, _unary_samples, _zeros_on
 from agrad._ops._registry import defop, identity

@@ -15,6 +15,7 @@ from typing import Any
 
 from agrad._grad_mode import enable_grad
 from agrad._tensor import Tensor
+from agrad.autograd._api import grad, grad_sync
 
 __all__ = ["vjp", "vjp_sync", "jacobian", "jacobian_sync", "hessian", "hessian_sync"]
 
@@ -166,7 +167,6 @@ def _hessian_core(func: Callable[..., Any], inputs: Any, create_graph: bool, str
 
 
 async def _drive(core: _Core) -> Any:
-    from agrad.autograd import grad
 
     try:
         request = next(core)
@@ -177,7 +177,6 @@ async def _drive(core: _Core) -> Any:
 
 
 def _drive_sync(core: _Core) -> Any:
-    from agrad.autograd import grad_sync
 
     try:
         request = next(core)

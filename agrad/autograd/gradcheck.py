@@ -11,6 +11,7 @@ import numpy as np
 from agrad._backends import transfer, zeros
 from agrad._device import CPU
 from agrad._tensor import Tensor
+from agrad.autograd._api import grad_sync
 from agrad.autograd.function import Function
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
@@ -130,7 +131,6 @@ def _vjp(out: Tensor, x: Tensor, u: np.ndarray, nondet_tol: float, check_grad_dt
     """``grad(out, x, u)`` as a flat host array (None if unused), computed
     twice to check that backward is reentrant within ``nondet_tol``, as
     PyTorch's ``_check_analytical_jacobian_attributes``."""
-    from agrad.autograd import grad_sync
 
     go = Tensor._make(transfer(u, out.device))
     (g1,) = grad_sync(out, x, go, retain_graph=True, allow_unused=True)
@@ -196,7 +196,6 @@ def _undefined_grad_check(func: Callable[..., Any], inputs: tuple[Any, ...],
     undefined output gradients (all at once, and one at a time) and give
     undefined or zero input gradients when all of them are.  The failure
     message, or None."""
-    from agrad.autograd import grad_sync
 
     def undefined(outs: list[Tensor], which: int | None) -> list[Tensor]:
         return [_UndefinedGrad.apply(o) if which is None or k == which else o for k, o in enumerate(outs)]
@@ -233,7 +232,6 @@ def _warn_bc_breaking() -> None:
 def _backward_mul_by_grad_output(outputs: list[Tensor], diff_inputs: list[Tensor]) -> str | None:
     """PyTorch's ``_test_backward_mul_by_grad_output``: zero output gradients
     must give zero input gradients of the inputs' dtype, device and shape."""
-    from agrad.autograd import grad_sync
 
     zero_grads = [Tensor._make(zeros(o._data.shape, o._data.dtype, o.device)) for o in outputs]
     for gi, di in zip(grad_sync(outputs, diff_inputs, zero_grads, allow_unused=True), diff_inputs):
@@ -384,7 +382,6 @@ def gradgradcheck(
     ``(inputs, grad_outputs) -> grad(func(inputs), inputs, grad_outputs, create_graph=True)``,
     in fast mode if ``fast_mode`` (Note [Fast gradcheck]).
     """
-    from agrad.autograd import grad_sync
 
     inputs = _as_tuple(inputs)
     diff_idx = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]

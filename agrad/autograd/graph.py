@@ -7,17 +7,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import Any, Literal
 from weakref import WeakKeyDictionary, WeakSet
 
+from agrad._ambient import current_graph_task, mutation_on_saved
 from agrad._engine._admission import get_admission_limit, set_admission_limit
-from agrad._engine._graph_task import GraphTask, current_graph_task
+from agrad._engine._graph_task import GraphTask
 from agrad._engine._options import engine_options
+from agrad._graph._hooks import RemovableHandle
 from agrad._graph._node import GradientEdge, Node, before_in_place
 from agrad._graph._saved_hooks import disable_saved_tensors_hooks, saved_tensors_hooks
 from agrad._tensor import Tensor
-from agrad.utils.hooks import RemovableHandle
 
 __all__ = ["Node", "GradientEdge", "get_gradient_edge", "increment_version", "register_multi_grad_hook",
            "allow_mutation_on_saved_tensors", "engine_options", "saved_tensors_hooks",
@@ -139,8 +139,7 @@ def register_multi_grad_hook(tensors: Sequence[Tensor], fn: Callable[..., None],
 
 # -- allow_mutation_on_saved_tensors ------------------------------------------------
 
-_mutation_context: ContextVar[_AllowMutationOnSavedContext | None] = ContextVar(
-    "agrad_allow_mutation_on_saved_tensors", default=None)
+_mutation_context = mutation_on_saved
 
 
 class _Handle:

@@ -23,11 +23,11 @@ import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from contextvars import ContextVar
 from typing import Any
 
 from agrad import autograd
-from agrad._engine._graph_task import GraphTask, current_graph_task
+from agrad._ambient import checkpoint_early_stop, current_graph_task
+from agrad._engine._graph_task import GraphTask
 from agrad._grad_mode import enable_grad, grad_enabled, no_grad
 from agrad._graph._node import SavedTensor
 from agrad._graph._saved_hooks import saved_tensors_hooks
@@ -310,7 +310,7 @@ def _identity(x: Tensor) -> Tensor:
 
 # The innermost set_checkpoint_early_stop's value, None outside any: it
 # overrides checkpoint(early_stop=) for checkpoints made in its context.
-_early_stop: ContextVar[bool | None] = ContextVar("agrad_checkpoint_early_stop", default=None)
+_early_stop = checkpoint_early_stop
 
 
 @contextlib.contextmanager
@@ -332,6 +332,8 @@ def set_checkpoint_early_stop(enable: bool) -> Iterator[None]:
         >>> with set_checkpoint_early_stop(False):
         ...     y = checkpoint(lambda t: t.exp().sin(), x, use_reentrant=False)
         >>> y.sum().backward_sync()
+        >>> x.grad
+        tensor([-2.4784, -2.4784, -2.4784])
     """
     token = _early_stop.set(bool(enable))
     try:
@@ -498,6 +500,8 @@ def checkpoint_sequential(
         >>> x = agrad.ones(4, requires_grad=True)
         >>> y = checkpoint_sequential([agrad.tanh, agrad.exp, agrad.sin], 2, x, use_reentrant=False)
         >>> y.sum().backward_sync()
+        >>> x.grad
+        tensor([-0.4860, -0.4860, -0.4860, -0.4860])
     """
     if use_reentrant is None:
         warnings.warn(

@@ -1,48 +1,9 @@
-"""Hook handles (mirrors ``torch.utils.hooks``)."""
+"""Hook handles (mirrors ``torch.utils.hooks``).
 
-from __future__ import annotations
+The class lives with the graph, in ``agrad/_graph/_hooks.py``: tensors and
+Nodes, below this public module, register their hooks there.
+"""
 
-import itertools
-from typing import Any
+from agrad._graph._hooks import RemovableHandle
 
 __all__ = ["RemovableHandle"]
-
-_ids = itertools.count()
-
-
-class RemovableHandle:
-    """A handle returned by ``register_hook``-style calls; ``remove()`` unregisters.
-
-    Holds the hooks dict it was registered in and the hook's id, so removing is
-    O(1) and removing twice is harmless.  Usable as a context manager.
-    """
-
-    __slots__ = ("_hooks", "id")
-
-    def __init__(self, hooks: dict[int, Any]) -> None:
-        self._hooks = hooks
-        self.id = next(_ids)
-
-    def remove(self) -> None:
-        self._hooks.pop(self.id, None)
-
-    def __enter__(self) -> "RemovableHandle":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.remove()
-
-
-def _add_hook(hooks: dict[int, Any], fn: Any) -> RemovableHandle:
-    """Insert ``fn`` into ``hooks`` (an insertion-ordered dict) and return its handle."""
-    # Note [Hooks must be callable]
-    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-    # A deliberate difference: PyTorch stores any object and fails only when
-    # a backward calls it (its test_inplace_on_view_saved_output registers a
-    # non-callable that is never called); agrad refuses it at registration,
-    # where the mistake is.
-    if not callable(fn):
-        raise TypeError(f"hook must be callable, got {type(fn).__name__}")
-    handle = RemovableHandle(hooks)
-    hooks[handle.id] = fn
-    return handle

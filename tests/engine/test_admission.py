@@ -76,10 +76,10 @@ async def test_a_cancelled_waiter_gives_its_place_back(limit: None) -> None:
     async def slow() -> None:
         # Holds the one admission while it awaits: a cooperative call whose fn
         # waits for an awaitable the caller awaits.
-        from agrad._engine import _cooperating
+        from agrad import _ambient
 
         def fn() -> None:
-            _cooperating.current().wait_for(release.wait())
+            _ambient.cooperative_call().wait_for(release.wait())
 
         await agrad.cooperative(fn)
 

@@ -37,7 +37,8 @@ import numpy as np
 import pytest
 
 import agrad
-from agrad._engine import _cooperating, _cooperative, _cpu_worker, _graph_task
+from agrad import _ambient
+from agrad._engine import _cooperative, _cpu_worker, _graph_task
 from agrad._engine._options import current_options
 from agrad._engine._pool import current_pool
 from agrad._ops._registry import REGISTRY
@@ -515,7 +516,7 @@ async def assert_still_usable() -> None:
     assert_grad(x, 4.0)
     assert (await agrad.cooperative(lambda: agrad.ones(2) * 3.0)).tolist() == [3.0, 3.0]
     assert worker_is_idle()
-    assert _cooperating.running == 0  # no greenlet left switched in
+    assert _ambient.running == 0  # no greenlet left switched in
 
 
 class Recorder:
@@ -965,7 +966,7 @@ def test_calls_on_two_loops_in_threads_at_once() -> None:
     # each computes the gradient of a shared weight by an awaited grad_sync.
     w = agrad.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
     both_in: list[int] = []  # how many calls' greenlets run, on any thread, as the two meet
-    meet = threading.Barrier(2, action=lambda: both_in.append(_cooperating.running), timeout=WAIT)
+    meet = threading.Barrier(2, action=lambda: both_in.append(_ambient.running), timeout=WAIT)
     results: dict[Any, Any] = {}
     node_tasks: set[tuple[int, str]] = set()
 

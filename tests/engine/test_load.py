@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 import agrad
-from agrad._engine._graph_task import current_graph_task
+from agrad._ambient import current_graph_task
 from agrad._engine._pool import current_pool
 from agrad.autograd.graph import engine_options
 from tests.engine._models import assert_exactly_equal, grads, make_rendezvous, pool_is_idle

@@ -27,7 +27,7 @@ import anyio.lowlevel
 import pytest
 
 import agrad
-from agrad._engine._graph_task import current_graph_task
+from agrad._ambient import current_graph_task
 from agrad.autograd.graph import engine_options
 from tests.engine.conftest import Api
 from tests.helpers import collect_only_new_objects
