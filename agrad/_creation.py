@@ -394,7 +394,7 @@ def randint(low: int, high: int | None = None, size: Sequence[int] = (), *, gene
             dtype: Any = None, device: Any = None) -> Tensor:
     """Integers uniform on ``[low, high)``; int64 by default."""
     if high is None or isinstance(high, (tuple, list)):  # randint(high, size)
-        low, high, size = 0, low, size if high is None else high
+        low, high, size = 0, low, size if high is None else high  # type: ignore[assignment]  # high is the size
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     data = _rng(generator).integers(low, high, size=_size((size,))).astype(_np_dtype(dtype, _dtype.int64))

@@ -47,6 +47,8 @@ class device:
     """
 
     __slots__ = ("type", "index")
+    type: str
+    index: int | None
 
     def __init__(self, spec: Any, index: int | None = None) -> None:
         if isinstance(spec, device):

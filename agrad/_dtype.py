@@ -102,14 +102,14 @@ _C_NAMES = {"float16": "c10::Half", "float32": "float", "float64": "double", "in
             "int16": "int16_t", "int32": "int32_t", "int64": "int64_t", "uint8": "uint8_t"}
 
 
-def _overflows(value: Any, d: dtype) -> bool:
+def _overflows(value: Any, d: dtype) -> _builtin_bool:
     kind = d.np.kind
     if kind == "b" or isinstance(value, (_builtin_bool, np.bool_)):
         return False
     if kind == "f":
         return (isinstance(value, (float, np.floating)) and math.isfinite(value)
-                and abs(value) > float(np.finfo(d.np).max))
-    info = np.iinfo(d.np)
+                and abs(float(value)) > float(np.finfo(d.np).max))
+    info: Any = np.iinfo(d.np)  # numpy types its bounds as object for a generic dtype
     if isinstance(value, (float, np.floating)):
         return not info.min <= value <= info.max  # NaN fails both comparisons
     value = int(value)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -49,7 +49,7 @@ def tensor_repr(t: "Tensor") -> str:
         body = "[]" if data.ndim == 1 else f"[], size={tuple(data.shape)}"
         show_dtype = d is not _dtype.get_default_dtype()
     else:
-        formatter = None
+        formatter: Any = None  # numpy's _FormatDict: a TypedDict of formatter callables
         if data.dtype.kind == "f":
             formatter = {"float_kind": _float_formatter(data)}
         body = np.array2string(

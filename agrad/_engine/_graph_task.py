@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import numpy as np
 
-from agrad._ambient import current_graph_task
+from agrad._ambient import anomaly_check_nan, anomaly_enabled, current_graph_task, grad_enabled
 from agrad._backends import on
 from agrad._device import CPU
 from agrad._engine._dependencies import ExecInfo, compute_dependencies, init_to_execute, reaches
@@ -49,8 +49,7 @@ from agrad._engine._ready_queue import ReadyQueue
 from agrad._engine._requests import DRAIN, FINISH, SLICE_SPENT, WAIT, DeviceIdle, DeviceJob, Request, RunKernel
 from agrad._engine._slices import clock
 from agrad._engine._staged_grads import StagedGrads
-from agrad._grad_mode import grad_enabled
-from agrad._graph._anomaly import anomaly_check_nan, anomaly_enabled, run_as_parent, warn_error_detected
+from agrad._graph._anomaly import run_as_parent, warn_error_detected
 from agrad._graph._node import Edge, Node
 from agrad._graph._saved_hooks import restore_saved_hooks, saved_hooks_state
 
@@ -93,7 +92,7 @@ class GraphTask:
         self.captured: list[Any] = []
         self.grads: StagedGrads = StagedGrads(create_graph, None if parent is None else parent.grads)
         # AccumulateGrad nodes and retain_grad stage here (Note [Staged gradients]).
-        self.stage: Callable[[Any, Any, bool], None] = self.grads.stage
+        self.stage = self.grads.stage
         self.ready = ReadyQueue()
         self.final_callbacks: list[Callable[[], None]] = []
         # Kernels away in threads or on device workers (Note [Offloaded kernels]):

@@ -16,10 +16,11 @@ import contextvars
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from agrad._ambient import anomaly_enabled
 from agrad._device import CPU
 from agrad._engine._input_buffer import check_count, conform
 from agrad._engine._options import EngineOptions, get_num_interop_threads
-from agrad._graph._anomaly import anomaly_enabled, run_as_parent
+from agrad._graph._anomaly import run_as_parent
 from agrad._graph._node import Node
 
 if TYPE_CHECKING:

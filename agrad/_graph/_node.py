@@ -382,7 +382,7 @@ class SavedTensor:
             self.tensor = t  # nothing half-applied: the tensor stays saved as it was
             raise
 
-    def unpack(self, node: Node) -> "Tensor":
+    def unpack(self, node: Node | None) -> "Tensor":
         t = self.tensor
         if t is None:
             return self._unpack_hooked(node)
@@ -419,7 +419,7 @@ class SavedTensor:
             )
         self.hooked = (unpack_hook, packed, source)
 
-    def _unpack_hooked(self, node: Node) -> "Tensor":
+    def _unpack_hooked(self, node: Node | None) -> "Tensor":
         from agrad._tensor import Tensor
 
         unpack_hook, packed, source = self.hooked

@@ -22,11 +22,11 @@ def _pos(rng: np.random.Generator, *shape: int) -> np.ndarray:
     return rng.uniform(0.5, 2.0, size=shape)
 
 
-def _unary_samples(domain=_r):  # type: ignore[no-untyped-def]
+def _unary_samples(domain=_r):
     return lambda rng: [((domain(rng, 3, 4),), {}), ((domain(rng),), {}), ((domain(rng, 0, 2),), {})]
 
 
-def _binary_samples(domain=_r):  # type: ignore[no-untyped-def]
+def _binary_samples(domain=_r):
     return lambda rng: [
         ((domain(rng, 3, 4), domain(rng, 3, 4)), {}),
         ((domain(rng, 3, 1), domain(rng, 4)), {}),      # broadcasting both ways
@@ -50,8 +50,7 @@ def _reduced_count(shape: tuple[int, ...], dim: Any) -> int:
 def _expand_reduced(g: Tensor, shape: tuple[int, ...], dim: Any, keepdim: bool) -> Tensor:
     """Broadcast the gradient of a reduction back to the reduced input's shape."""
     if dim is not None and not keepdim:
-        dims = (dim,) if isinstance(dim, int) else tuple(dim)
-        dims = sorted(d % len(shape) for d in dims)
+        dims = sorted(d % len(shape) for d in ((dim,) if isinstance(dim, int) else dim))
         kept = list(g.shape)
         for d in dims:
             kept.insert(d, 1)
@@ -89,7 +88,7 @@ def _shape_args(shape: tuple[Any, ...], op: str, arg: str = "size") -> tuple[int
     return tuple(out)
 
 
-def _quiet(fn):  # type: ignore[no-untyped-def]
+def _quiet(fn):
     """Silence numpy's floating-point warnings for ops whose domain includes
     IEEE special values (log(0) = -inf, x/0): PyTorch returns them silently."""
 
@@ -99,7 +98,7 @@ def _quiet(fn):  # type: ignore[no-untyped-def]
 
     quiet.__name__ = fn.__name__
     quiet.__doc__ = fn.__doc__
-    quiet.__wrapped__ = fn  # type: ignore[attr-defined]
+    quiet.__wrapped__ = fn
     return quiet
 
 

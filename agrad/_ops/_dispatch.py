@@ -93,7 +93,9 @@ def _coerce(op: OpDef, args: Sequence[Any]) -> tuple[tuple[Tensor, ...], list[An
                     return (a, c), arrays, CPU if type(arrays[0]) is _ndarray else _placement(arrays)
                 arrays = [c._data, b._data]
                 return (c, b), arrays, CPU if type(arrays[1]) is _ndarray else _placement(arrays)
-    dims, zero_dims, scalars = [], [], []
+    dims: list[_dtype.dtype] = []
+    zero_dims: list[_dtype.dtype] = []
+    scalars: list[Any] = []
     for a in args:
         if isinstance(a, Tensor):
             (dims if a._data.ndim else zero_dims).append(_FROM_NP[a._data.dtype])

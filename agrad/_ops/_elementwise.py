@@ -4,6 +4,7 @@ elementwise functions and comparisons."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -162,7 +163,7 @@ def log(xp, input):
 # call them again) and whose numpy forward reuses one temporary.  PyTorch's
 # names and node names are kept (``TanhBackwardBackward0``...), and their
 # samples are checked against ``torch.ops.aten``.
-def _backward_samples(out):  # type: ignore[no-untyped-def]
+def _backward_samples(out):
     """Samples ``(grad, output)`` with ``output`` drawn from the forward's range."""
     return lambda rng: [((_r(rng, 3, 4), out(_r(rng, 3, 4))), {}), ((_r(rng), np.asarray(out(_r(rng)))), {})]
 
@@ -253,7 +254,9 @@ def _where_args(condition: Any, input: Any, other: Any) -> tuple[tuple, dict]:
     cond = condition if isinstance(condition, Tensor) else _as_constant(np.asarray(condition, dtype=bool), None)
     if cond.dtype is not _dtype.bool:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {cond.dtype}")
-    dims, zero_dims, scalars = [], [], []
+    dims: list[_dtype.dtype] = []
+    zero_dims: list[_dtype.dtype] = []
+    scalars: list[Any] = []
     for a in (input, other):
         if isinstance(a, Tensor):
             (dims if a.ndim else zero_dims).append(a.dtype)
@@ -269,8 +272,8 @@ def _where_args(condition: Any, input: Any, other: Any) -> tuple[tuple, dict]:
 # -- comparisons (not differentiable) -----------------------------------------
 
 
-def _compare(ufunc_name: str, dunder: str):  # type: ignore[no-untyped-def]
-    def forward(xp, input, other):  # type: ignore[no-untyped-def]
+def _compare(ufunc_name: str, dunder: str):
+    def forward(xp, input, other):
         return getattr(xp, ufunc_name)(input, other)
 
     forward.__name__ = {"equal": "eq", "not_equal": "ne", "less": "lt", "less_equal": "le",
@@ -437,8 +440,8 @@ def erf(xp, input):
     return _ERF(xp, input).astype(input.dtype, copy=False)
 
 
-def _rounding(fn_name: str, torch_name: str):  # type: ignore[no-untyped-def]
-    def forward(xp, input):  # type: ignore[no-untyped-def]
+def _rounding(fn_name: str, torch_name: str):
+    def forward(xp, input):
         return input.copy() if input.dtype.kind in "iub" else getattr(xp, fn_name)(input)
 
     forward.__name__ = torch_name
@@ -687,8 +690,8 @@ def _logical_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
             ((rng.integers(-1, 2, (2, 3)), np.array(0.0)), {})]
 
 
-def _logical(ufunc_name: str):  # type: ignore[no-untyped-def]
-    def forward(xp, input, other):  # type: ignore[no-untyped-def]
+def _logical(ufunc_name: str):
+    def forward(xp, input, other):
         return getattr(xp, ufunc_name)(input, other)
 
     forward.__name__ = ufunc_name
@@ -697,7 +700,7 @@ def _logical(ufunc_name: str):  # type: ignore[no-untyped-def]
                  ref=lambda torch: getattr(torch, ufunc_name))(forward)
 
 
-logical_and = _logical("logical_and")
+logical_and: Callable[..., Tensor] = _logical("logical_and")
 logical_or = _logical("logical_or")
 logical_xor = _logical("logical_xor")
 

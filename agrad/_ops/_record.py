@@ -82,7 +82,7 @@ def record(op: OpDef | None, inputs: Sequence[Any], attrs: dict[str, Any], resul
                 topo = fn.topological_nr
         if topo < 0:
             return None  # no input requires grad
-        node = op.node_cls() if op.node_for is None else op.node_classes[op.node_for(**attrs)]()  # type: ignore[misc]
+        node = op.node_cls() if op.node_for is None else op.node_classes[op.node_for(**attrs)]()
         node.next_edges = tuple(new_edges)
         node.topological_nr = topo + 1
         node._input_meta = single_input_meta(result._data)  # type: ignore[union-attr]
@@ -184,10 +184,13 @@ def _saved_attributes(names: tuple[str, ...]) -> dict[str, property]:
     attribute read of its instances, the engine's included (+2,700
     instructions per node of a chain's backward, callgrind).
     """
-    attrs = {}
+    attrs: dict[str, property] = {}
     for i, name in enumerate(names):
         for raw, attr in ((False, "_saved_" + name), (True, "_raw_saved_" + name)):
-            attrs[attr] = property(lambda node, i=i, raw=raw, attr=attr: node._saved_value(i, raw, attr))
+            def saved(node: Any, i: int = i, raw: bool = raw, attr: str = attr) -> Any:
+                return node._saved_value(i, raw, attr)
+
+            attrs[attr] = property(saved)
     return attrs
 
 

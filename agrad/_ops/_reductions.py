@@ -31,7 +31,7 @@ def _reduce_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
             ((x,), {"dim": (0, 2)}), ((_r(rng),), {}), ((_r(rng, 4),), {"dim": 0})]
 
 
-def _reduction_node(name: str):  # type: ignore[no-untyped-def]
+def _reduction_node(name: str):
     # PyTorch's overloads: Backward0 reduces everything, Backward1 takes dims.
     return lambda dim, keepdim: f"{name}Backward0" if dim is None else f"{name}Backward1"
 
@@ -94,7 +94,7 @@ def log_softmax(xp, input, *, dim):
 # finite: there the value is PyTorch's own, the exclusive products computed
 # as a constant (``_exclusive_products``).  A full product with several zeros
 # has gradient 0 outside create_graph, PyTorch's shortcut.
-def _prod_grad(g: Tensor, input: Tensor, out: Tensor, dim, keepdim) -> Tensor:  # type: ignore[no-untyped-def]
+def _prod_grad(g: Tensor, input: Tensor, out: Tensor, dim, keepdim) -> Tensor:
     g = _expand_reduced(g, input.shape, dim, keepdim)
     zero = input == 0
     if not bool(zero._data.any()):  # no zero anywhere: PyTorch's fast path
@@ -105,7 +105,7 @@ def _prod_grad(g: Tensor, input: Tensor, out: Tensor, dim, keepdim) -> Tensor:  
         return g * _others_product(input, zero, dim)
 
 
-def _others_product(input: Tensor, zero: Tensor, dim) -> Tensor:  # type: ignore[no-untyped-def]
+def _others_product(input: Tensor, zero: Tensor, dim) -> Tensor:
     """The product of the other elements along ``dim``, for an input holding
     zeros (Note [Prod backward at zeros])."""
     nz = zero.sum(dim=dim, keepdim=True)
@@ -122,7 +122,7 @@ def _others_product(input: Tensor, zero: Tensor, dim) -> Tensor:  # type: ignore
     return where(finite, formula, _exclusive_products(input, dim))
 
 
-def _exclusive_products(input: Tensor, dim) -> Tensor:  # type: ignore[no-untyped-def]
+def _exclusive_products(input: Tensor, dim) -> Tensor:
     """The product of the other elements along ``dim`` (of all, flattened, by
     default) as PyTorch's prod_safe_zeros_backward computes it: exclusive
     cumulative products from both ends, multiplied.  A constant."""
@@ -163,7 +163,7 @@ def prod(xp, input, *, dim=None, keepdim=False):
     return xp.prod(input, axis=dim, keepdims=keepdim)
 
 
-def _extreme_grad(g: Tensor, input: Tensor, out: Tensor, dim, keepdim) -> Tensor:  # type: ignore[no-untyped-def]
+def _extreme_grad(g: Tensor, input: Tensor, out: Tensor, dim, keepdim) -> Tensor:
     # The gradient is split evenly among the elements equal to the extreme.
     g = _expand_reduced(g, input.shape, dim, keepdim)
     mask = input == _expand_reduced(out.detach(), input.shape, dim, keepdim)
@@ -235,7 +235,7 @@ def _arg_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
     return [((x,), {}), ((x,), {"dim": 1}), ((x,), {"dim": -1, "keepdim": True})]
 
 
-def _arg_extreme(xp, fn, input, dim, keepdim):  # type: ignore[no-untyped-def]
+def _arg_extreme(xp, fn, input, dim, keepdim):
     if dim is None:
         out = fn(input.reshape(-1))
         return xp.asarray(out, dtype=np.int64).reshape((1,) * input.ndim if keepdim else ())
@@ -254,7 +254,7 @@ def argmin(xp, input, *, dim=None, keepdim=False):
     return _arg_extreme(xp, xp.argmin, input, dim, keepdim)
 
 
-class _ReturnType(tuple):  # type: ignore[type-arg]
+class _ReturnType(tuple):
     """A ``(values, indices)`` pair like ``torch.return_types.max``."""
 
     __slots__ = ()
@@ -285,7 +285,7 @@ class _MinReturn(_ReturnType):
     _name = "min"
 
 
-def _extreme_along(input: Tensor, dim: int, keepdim: bool, arg, result):  # type: ignore[no-untyped-def]
+def _extreme_along(input: Tensor, dim: int, keepdim: bool, arg, result):
     """``(values, indices)`` along ``dim``: the gradient flows to the returned index only."""
     if input.ndim == 0:
         idx = arg(input, dim=dim, keepdim=keepdim)
@@ -329,11 +329,11 @@ def _moments_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
             ((x,), {"dim": -1, "correction": 0}), ((x,), {"correction": 2}), ((_r(rng, 6),), {"dim": 0})]
 
 
-def _centered(input: Tensor, dim) -> Tensor:  # type: ignore[no-untyped-def]
+def _centered(input: Tensor, dim) -> Tensor:
     return input - input.mean(dim=dim, keepdim=True)
 
 
-def _dof(shape: tuple[int, ...], dim, correction) -> float:  # type: ignore[no-untyped-def]
+def _dof(shape: tuple[int, ...], dim, correction) -> float:
     return float(_reduced_count(shape, _axis(dim)) - correction)
 
 
@@ -347,7 +347,7 @@ def _dof(shape: tuple[int, ...], dim, correction) -> float:  # type: ignore[no-u
 # raises ZeroDivisionError on 2 / 0 and numpy warns on inf * 0, so agrad
 # writes ``inf * t`` as ``t / 0`` (division, whose kernel is quiet, gives the
 # same inf, -inf or NaN).
-def _moment(xp, input, dim, correction, keepdim, name):  # type: ignore[no-untyped-def]
+def _moment(xp, input, dim, correction, keepdim, name):
     """The variance over ``dim``, with PyTorch's warning when the degrees of
     freedom are <= 0 (Note [Zero degrees of freedom])."""
     axis = _axis(dim)
@@ -360,7 +360,7 @@ def _moment(xp, input, dim, correction, keepdim, name):  # type: ignore[no-untyp
         return xp.sum(centered * centered, axis=axis, keepdims=keepdim) / 0.0
 
 
-def _var_grad(g: Tensor, input: Tensor, dim, correction, keepdim) -> Tensor:  # type: ignore[no-untyped-def]
+def _var_grad(g: Tensor, input: Tensor, dim, correction, keepdim) -> Tensor:
     # PyTorch's var_backward; see Note [Zero degrees of freedom].
     g = _expand_reduced(g, input.shape, dim, keepdim)
     dof = _dof(input.shape, dim, correction)
@@ -403,7 +403,7 @@ def logsumexp(xp, input, *, dim, keepdim=False):
     return out if keepdim else xp.squeeze(out, axis=axis)
 
 
-def _norm2_grad(g: Tensor, input: Tensor, out: Tensor, dim, keepdim) -> Tensor:  # type: ignore[no-untyped-def]
+def _norm2_grad(g: Tensor, input: Tensor, out: Tensor, dim, keepdim) -> Tensor:
     # Subgradient 0 at the zero vector, as PyTorch's norm_backward.
     out = _expand_reduced(out, input.shape, dim, keepdim)
     return _expand_reduced(g, input.shape, dim, keepdim) * input / where(out == 0, 1.0, out)
@@ -422,7 +422,7 @@ def _norm2(xp, input, *, dim=None, keepdim=False):
     return xp.sqrt(xp.sum(input * input, axis=_axis(dim), keepdims=keepdim))
 
 
-def _norm_inf_grad(g: Tensor, input: Tensor, out: Tensor, dim, keepdim) -> Tensor:  # type: ignore[no-untyped-def]
+def _norm_inf_grad(g: Tensor, input: Tensor, out: Tensor, dim, keepdim) -> Tensor:
     # PyTorch's linalg_vector_norm_backward for ord = +-inf: the gradient splits
     # among the elements whose magnitude is the norm, or is NaN (whose sign,
     # and so gradient, is 0), not to a whole slice as amax's would.
@@ -452,7 +452,7 @@ def _norm_inf(xp, input, *, ord, dim=None, keepdim=False):  # noqa: A002 - mirro
     return (xp.amax if ord > 0 else xp.amin)(xp.abs(input), axis=axis, keepdims=keepdim)
 
 
-def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False) -> Tensor:  # type: ignore[no-untyped-def]
+def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False) -> Tensor:
     """The ``ord``-norm of ``x`` over ``dim`` (all elements by default), as ``torch.linalg.vector_norm``."""
     if ord == 2:
         return _norm2(x, dim=dim, keepdim=keepdim)
@@ -465,7 +465,7 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False) -> Tensor:  #
     return (abs(x) ** ord).sum(dim=dim, keepdim=keepdim) ** (1.0 / ord)
 
 
-def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False) -> Tensor:  # type: ignore[no-untyped-def]
+def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False) -> Tensor:
     """``torch.norm``: the vector ``p``-norm over ``dim`` (2-norm of all elements by default)."""
     return vector_norm(input, 2 if p in ("fro", None) else p, dim=dim, keepdim=keepdim)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -39,8 +40,8 @@ def _reshape_error(size: tuple[int, ...], shape: tuple[int, ...]) -> RuntimeErro
     return None
 
 
-_SHAPE_SAMPLES = lambda rng: [  # noqa: E731
-    ((_r(rng, 3, 4), 12), {}), ((_r(rng, 3, 4), (2, -1, 3)), {}), ((_r(rng, 1), ()), {})]
+def _SHAPE_SAMPLES(rng: np.random.Generator) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+    return [((_r(rng, 3, 4), 12), {}), ((_r(rng, 3, 4), (2, -1, 3)), {}), ((_r(rng, 1), ()), {})]
 
 
 @defop(view=True, ref=lambda torch: lambda x, *shape: x.reshape(*shape),
@@ -772,7 +773,7 @@ def _scatter_add(xp, input, index, src, *, dim):
     return out
 
 
-scatter_add = _scatter_add
+scatter_add: Callable[..., Tensor] = _scatter_add
 
 # -- masked_fill ------------------------------------------------------------------
 

@@ -79,11 +79,12 @@ def _torch_index_put(input: Any, value: Any, index: Any) -> Any:
     return out
 
 
-_INDEX_SAMPLES = lambda rng: [  # noqa: E731
-    ((_r(rng, 4, 3), _r(rng, 2, 3)), {"index": np.array([0, 2])}),
-    ((_r(rng, 4, 3), _r(rng, 2)), {"index": (np.array([1, 3]), np.array([0, 2]))}),
-    ((_r(rng, 4), 2.5), {"index": np.array([True, False, True, False])}),
-]
+def _INDEX_SAMPLES(rng: np.random.Generator) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+    return [
+        ((_r(rng, 4, 3), _r(rng, 2, 3)), {"index": np.array([0, 2])}),
+        ((_r(rng, 4, 3), _r(rng, 2)), {"index": (np.array([1, 3]), np.array([0, 2]))}),
+        ((_r(rng, 4), 2.5), {"index": np.array([True, False, True, False])}),
+    ]
 
 
 @defop(vjp=(lambda g, index: _index_zeroed(g, index=index), lambda g, index: g[index]),
