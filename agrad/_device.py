@@ -93,3 +93,10 @@ class device:
 
 CPU = object.__new__(device)
 CPU.type, CPU.index = "cpu", None
+
+
+def index_of(dev: device) -> int:
+    """The index of ``dev``, a device other than the CPU as tensors carry it (with
+    its index filled in, above)."""
+    assert dev.index is not None, dev
+    return dev.index

@@ -147,7 +147,7 @@ class _GradModeContext:
             )
             cls = fn
             fn = lambda *args, **kwargs: cls(*args, **kwargs)  # type: ignore[assignment]  # noqa: E731
-        return _decorate(self.clone, fn)  # type: ignore[return-value]
+        return _decorate(self.clone, fn)  # type: ignore[return-value]  # a class was wrapped in a function
 
 
 class _BareDecoratorContext(_GradModeContext):

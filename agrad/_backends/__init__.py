@@ -33,7 +33,7 @@ import numpy as np
 from agrad._backends._base import Backend
 from agrad._backends._cupy import CupyBackend
 from agrad._backends._numpy import NumpyBackend
-from agrad._device import CPU, add_type, device, remove_type
+from agrad._device import CPU, add_type, device, index_of, remove_type
 from agrad._device import known_types as known_types
 
 __all__ = [
@@ -138,7 +138,7 @@ def on(dev: device, engine: bool = False) -> contextlib.AbstractContextManager[A
     its engine stream: the backward's kernels run there, Note [Engine streams])."""
     if dev is CPU:
         return _NO_CONTEXT
-    return backend(dev.type).context(dev.index, engine)  # type: ignore[arg-type]
+    return backend(dev.type).context(index_of(dev), engine)
 
 
 def transfer(array: Any, dst: device) -> Any:
@@ -147,11 +147,11 @@ def transfer(array: Any, dst: device) -> Any:
     if src is dst:
         return array
     if src.type == dst.type:
-        return backend(dst.type).move(array, dst.index)  # type: ignore[arg-type]
+        return backend(dst.type).move(array, index_of(dst))
     host = array if src is CPU else backend(src.type).to_host(array)
     if dst is CPU:
         return host
-    return backend(dst.type).from_host(host, dst.index)  # type: ignore[arg-type]
+    return backend(dst.type).from_host(host, index_of(dst))
 
 
 def writeable(array: Any) -> bool:

@@ -254,8 +254,8 @@ class CpuWorker:
         steps = task.run(options, self.budget)
         # Each step in the task's context: C-level partials, no Python frame per step.
         # (typeshed cannot type a partial of Context.run's ParamSpec: hence the ignores.)
-        send: Callable[[Any], Any] = partial(context.run, steps.send)  # type: ignore[call-arg]
-        throw: Callable[[BaseException], Any] = partial(context.run, steps.throw)  # type: ignore[arg-type]
+        send: Callable[[Any], Any] = partial(context.run, steps.send)  # type: ignore[call-arg]  # see above
+        throw: Callable[[BaseException], Any] = partial(context.run, steps.throw)  # type: ignore[arg-type]  # see above
         return self.submit_steps(task, _StepsIn(send, throw), context, options.time_slice)
 
     def submit_steps(self, job: Job, steps: Steps, context: contextvars.Context, time_slice: float) -> Turns:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import anyio.lowlevel
 
 from agrad import _backends
+from agrad._device import index_of
 from agrad._engine import _traps
 from agrad._engine._loops import current_loop
 from agrad._engine._options import current_options
@@ -75,7 +76,7 @@ class DeviceWorker:
     def submit(self, task: GraphTask, job: DeviceJob) -> None:
         """Queue ``job`` of ``task``; the task is woken when it has run."""
         task.in_flight.started()
-        self._queue.push(job.node, (task, job), job.depth)  # type: ignore[arg-type]
+        self._queue.push(job.node, (task, job), job.depth)  # type: ignore[arg-type]  # a job, not a buffer
         if not self._running:
             self._running = True
             self._spawn(self._run, f"agrad {self.device} worker")
@@ -85,7 +86,7 @@ class DeviceWorker:
         in_flight = task.in_flight
         in_flight.started()
         post = self._post
-        self._backend.when_idle(_index(self.device), lambda: post(in_flight.finished))
+        self._backend.when_idle(index_of(self.device), lambda: post(in_flight.finished))
 
     async def _run(self) -> None:
         queue = self._queue
@@ -113,7 +114,7 @@ class DeviceWorker:
         try:
             if job.first:
                 with _backends.on(dev, engine=True):
-                    self._backend.join_caller(_index(dev))
+                    self._backend.join_caller(index_of(dev))
             if job.leaves:
                 await self._idle()
         except Exception as exc:  # the task raises it
@@ -128,7 +129,7 @@ class DeviceWorker:
 
     async def _idle(self) -> None:
         post = self._post
-        await _traps.wait_shielded(lambda done: self._backend.when_idle(_index(self.device), lambda: post(done)))
+        await _traps.wait_shielded(lambda done: self._backend.when_idle(index_of(self.device), lambda: post(done)))
 
 
 _WORKERS: anyio.lowlevel.RunVar[dict[Any, DeviceWorker]] = anyio.lowlevel.RunVar("agrad_device_workers")
@@ -152,16 +153,10 @@ def run_inline(job: DeviceJob) -> None:
     dev = job.device
     with _backends.on(dev, engine=True):
         if job.first:
-            _backends.backend(dev.type).join_caller(_index(dev))
+            _backends.backend(dev.type).join_caller(index_of(dev))
         job.job()
 
 
 def synchronize(dev: "device") -> None:
     """Block until every kernel queued on ``dev``'s engine stream has finished."""
-    _backends.backend(dev.type).synchronize(_index(dev))
-
-
-def _index(dev: device) -> int:
-    """A tensor's device other than the CPU always has its index (``_device.py``)."""
-    assert dev.index is not None
-    return dev.index
+    _backends.backend(dev.type).synchronize(index_of(dev))

@@ -26,7 +26,8 @@ def run_tensor_pre_hooks(node: Node, inputs: list[Any]) -> None:
     # multi-output node, or a backward that returned None); gradcheck's
     # undefined-gradient check relies on it.  A hook may not turn None into a
     # gradient.
-    for nr, hooks in node._tensor_pre_hooks.items():  # type: ignore[union-attr]
+    assert node._tensor_pre_hooks is not None  # the caller checked
+    for nr, hooks in node._tensor_pre_hooks.items():
         for hook in list(hooks.values()):
             new = hook(inputs[nr])
             if new is not None:
@@ -35,7 +36,8 @@ def run_tensor_pre_hooks(node: Node, inputs: list[Any]) -> None:
 
 def run_pre_hooks(node: Node, inputs: list[Any]) -> list[Any]:
     """``node``'s pre-hooks (``Node.register_prehook``): the gradients its backward gets."""
-    for hook in list(node._pre_hooks.values()):  # type: ignore[union-attr]
+    assert node._pre_hooks is not None  # the caller checked
+    for hook in list(node._pre_hooks.values()):
         new = hook(tuple(inputs))
         if new is not None:
             inputs = _check_results(new, inputs, hook)
@@ -44,7 +46,8 @@ def run_pre_hooks(node: Node, inputs: list[Any]) -> list[Any]:
 
 def run_post_hooks(node: Node, inputs: list[Any], outputs: Sequence[Any]) -> Sequence[Any]:
     """``node``'s post-hooks (``Node.register_hook``): the gradients it passes on."""
-    for hook in list(node._post_hooks.values()):  # type: ignore[union-attr]
+    assert node._post_hooks is not None  # the caller checked
+    for hook in list(node._post_hooks.values()):
         new = hook(tuple(outputs), tuple(inputs))
         if new is not None:
             outputs = _check_results(new, outputs, hook)

@@ -170,7 +170,7 @@ def engine_options(*, time_slice: float | None = None, offload: OffloadMode | No
                 or max_recursion_depth < 1:
             raise ValueError(f"max_recursion_depth must be a positive int, got {max_recursion_depth!r}")
         changes["max_recursion_depth"] = max_recursion_depth
-    new = replace(old, **changes)  # type: ignore[arg-type]
+    new = replace(old, **changes)  # type: ignore[arg-type]  # changes: each value checked above for its field
     token = _options.set(new)
     try:
         yield new

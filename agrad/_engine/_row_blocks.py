@@ -65,8 +65,8 @@ def forward_work(op: Any, arrays: list[Any]) -> int:
         return 0
     touched = sum(a.size for a in arrays)
     if op.work is not None and len(arrays) >= 2 and arrays[-1].ndim:  # a product of the last two
-        return arrays[-2].size * arrays[-1].shape[-1] // 48 + touched // 8  # type: ignore[no-any-return]
-    return touched  # type: ignore[no-any-return]
+        return int(arrays[-2].size * arrays[-1].shape[-1] // 48 + touched // 8)
+    return int(touched)
 
 
 def row_blocks(op: Any, arrays: list[Any], attrs: dict[str, Any], parts: int) -> list[Callable[[], Any]]:
@@ -90,7 +90,7 @@ def splittable(op: Any, arrays: list[Any]) -> int:
     k = op.split_rows
     if k is None or arrays[k].ndim != 2:
         return 0
-    return arrays[k].shape[0]  # type: ignore[no-any-return]
+    return int(arrays[k].shape[0])
 
 
 class RowBlocks:
