@@ -28,6 +28,7 @@ import anyio
 import anyio.lowlevel
 
 from agrad._ambient import inside_job
+from agrad._engine import _traps
 
 __all__ = ["admitted", "get_admission_limit", "mark_inside", "set_admission_limit"]
 
@@ -97,7 +98,7 @@ async def admitted() -> AsyncIterator[None]:
         event = anyio.Event()
         gate.waiting.append(event)
         try:
-            await event.wait()
+            await _traps.wait_admitted(event)
         except BaseException:
             if event.is_set():  # admitted, then cancelled before it ran: pass it on
                 gate.release()

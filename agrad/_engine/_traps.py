@@ -71,6 +71,13 @@ async def in_fresh_task(fn: Callable[[Any], Awaitable[None]], arg: Any) -> None:
             failure.clear()  # no cycle through the traceback
 
 
+async def wait_admitted(event: anyio.Event) -> None:
+    """Wait in line until the admission gate lets this cooperative call in (Note
+    [Admission]): ``event`` is set when it does.  A checkpoint: a cancelled call
+    leaves the line here."""
+    await event.wait()
+
+
 async def wait_shielded(arm: Callable[[Callable[[], None]], None]) -> None:
     """Call ``arm`` with a function that ends this wait (on the loop's thread),
     then wait for it, shielded from cancellation: what it waits for (a
