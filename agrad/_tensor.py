@@ -118,9 +118,34 @@ class Tensor:
         t._base = None  # _view_fn, _view_version, _multi_output and _creation are set only on views
         return t
 
+    @classmethod
+    def _make_leaf(cls, data: Any, version_counter: list[int], accumulator: "AccumulateGrad") -> "Tensor":
+        """A leaf that requires grad and whose gradient goes to ``accumulator``, another
+        leaf's AccumulateGrad (a saved tensor unpacked by a hook takes its leaf's place).
+
+        Keeps a leaf's ``_accumulator`` a weak reference: whoever needs the node
+        alive holds it (here the saved tensor, as PyTorch's SavedVariable does).
+        """
+        t = cls._make(data, version_counter=version_counter)
+        t._requires_grad = True
+        t._accumulator = weakref.ref(accumulator)
+        return t
+
     def _alias(self, grad_fn: "Node | None" = None, output_nr: int = 0) -> "Tensor":
         """A tensor sharing this one's data and version counter (not its graph)."""
         return Tensor._make(self._data, grad_fn, output_nr, self._version_counter)
+
+    def _stand_in(self, data: Any) -> "Tensor":
+        """A new tensor holding ``data`` that takes this tensor's place in the graph:
+        its ``grad_fn`` and ``output_nr``, or, for a leaf, its ``requires_grad``
+        and its AccumulateGrad, so a gradient routed through the new tensor
+        reaches what this one's would.  Not a view, and with a version counter of
+        its own (an in-place op's input copy, a CopySlices' base history).
+        """
+        t = Tensor._make(data, self._grad_fn, self._output_nr)
+        t._requires_grad = self._requires_grad
+        t._accumulator = self._accumulator
+        return t
 
     # -- array facts -------------------------------------------------------
     @property
@@ -316,6 +341,36 @@ class Tensor:
         """Whether this tensor is a view sharing memory with ``_base``."""
         return self._base is not None
 
+    def _become_view(self, src: "Tensor", view_fn: tuple[Callable[[Any], Any], Callable[["Tensor"], "Tensor"]]) -> None:
+        """Make this fresh tensor, whose array is a view of ``src``'s, a view of ``src``'s base
+        (``_ops/_dispatch``).  ``view_fn`` replays the view op(s) from the base: on
+        arrays, and recorded on tensors (Note [View grad_fn regeneration]).
+
+        Keeps the view invariants: ``_base`` is never itself a view; a view
+        shares its base's version counter; ``_view_version`` is the version its
+        ``grad_fn`` was derived at; the multi-output mark is inherited from a
+        view source (Note [Multi-output views]) and the creation mark too, unless
+        grad mode is off now (Note [Where a view was made]).
+        """
+        if src._base is not None:
+            self._base = src._base
+            self._multi_output = src._multi_output
+            creation = src._creation
+        else:
+            self._base = src
+            self._multi_output = None
+            creation = None
+        self._version_counter = src._version_counter
+        self._view_fn = view_fn
+        self._view_version = src._version_counter[0]
+        self._creation = "no_grad" if not grad_enabled.get() else creation
+
+    def _mark_multi_output(self, label: str) -> None:
+        """Mark this view as ``label`` ("Output <i> of <Op>"), one of several views an op
+        returned: recorded in-place writes into it, or into views of it (which
+        inherit the mark), are refused (Note [Multi-output views])."""
+        self._multi_output = label
+
     # Note [View grad_fn regeneration]
     # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
     # A view shares memory and the version counter with its base.  When the
@@ -331,6 +386,12 @@ class Tensor:
         assert self._base is not None  # only views regenerate
         if self._base.requires_grad:
             self._set_grad_fn(*self._view_history())
+
+    def _regenerate_view(self) -> None:
+        """Re-derive this view's ``grad_fn`` from its base's history now, whatever the
+        version says: after a rebase gave the base a new history (Note [CopySlices])."""
+        self._view_version = -1  # stale: _refresh_view replays the view on the new base
+        self._refresh_view()
 
     def _view_history(self) -> tuple["Node | None", int]:
         """``(grad_fn, output_nr)`` of this view's op(s) replayed on its base's current history."""
@@ -358,12 +419,36 @@ class Tensor:
         self._grad_fn, self._output_nr = node, output_nr
         if self._retains_grad:
             self._retains_grad = False
-            if old is not None and old._retains_grad is not None:
-                old._retains_grad.pop(old_nr, None)
-                if not old._retains_grad:
-                    old._retains_grad = None
+            if old is not None:
+                old._stop_retaining_grad(old_nr)
             if node is not None:
                 self.retain_grad()
+
+    def _become_output(self, node: "Node") -> None:
+        """Make this fresh result of a recorded op output 0 of ``node``, the op's new node
+        (``_ops/_record.record``).  Only for a tensor with no ``grad_fn`` yet, so no
+        hooks or ``retain_grad`` to move (Note [Hooks when grad_fn changes]): the
+        one store ``_set_grad_fn`` would do, at the cost of one call per recorded op.
+        """
+        self._grad_fn = node
+
+    def _connect_function_output(self, node: "Node", output_nr: int) -> None:
+        """Make this tensor output ``output_nr`` of a custom Function's ``node``
+        (``autograd.function._connect``), hooks and ``retain_grad`` moving as for
+        any new ``grad_fn`` (Note [Hooks when grad_fn changes]).  A view so
+        connected is marked "custom_function": a recorded in-place write into it
+        would bypass the Function's backward and is refused (Note [Where a view
+        was made])."""
+        self._set_grad_fn(node, output_nr)
+        if self._base is not None:
+            self._creation = "custom_function"
+
+    def _mark_non_differentiable(self) -> None:
+        """Clear the leaf flag ``requires_grad`` of a custom Function's output that is not
+        differentiable (``autograd.function._connect``).  Unlike PyTorch's
+        ``detach_()`` it leaves a ``grad_fn`` the tensor already had, and unlike
+        ``requires_grad_(False)`` it does not refuse a non-leaf."""
+        self._requires_grad = False
 
     @property
     def output_nr(self) -> int:
@@ -435,6 +520,16 @@ class Tensor:
     def grad(self) -> None:
         self._grad = None
 
+    def _commit_grad(self, value: "Tensor | None") -> None:
+        """Set ``.grad`` as a backward's commit, or the rollback of a reentrant one,
+        does (``_engine/_staged_grads``), without the public setter's checks.
+
+        The engine keeps what those checks guard: ``value`` is None or a
+        gradient it conformed to this tensor's shape, dtype and device, and it
+        writes only inside its commit or rollback (Note [Staged gradients]).
+        """
+        self._grad = value
+
     @property
     def data(self) -> "Tensor":
         """A tensor sharing this one's data, detached from the graph."""
@@ -476,10 +571,7 @@ class Tensor:
             return
         if self._retains_grad:
             return
-        node = self._grad_fn
-        if node._retains_grad is None:
-            node._retains_grad = {}
-        node._retains_grad[self._output_nr] = weakref.ref(self)
+        self._grad_fn._retain_grad_for(self._output_nr, self)
         self._retains_grad = True
 
     def register_hook(self, hook: Callable[["Tensor"], "Tensor | None"]) -> RemovableHandle:
@@ -511,7 +603,7 @@ class Tensor:
             self._hooks = {}
             acc = self._accumulator() if self._accumulator is not None else None
             if acc is not None:
-                acc._tensor_pre_hooks = {0: self._hooks}
+                acc._share_leaf_hooks(self._hooks)
         return self._hooks
 
     def _grad_accumulator(self) -> "AccumulateGrad":

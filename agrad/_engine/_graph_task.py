@@ -309,9 +309,11 @@ class GraphTask:
         node) it makes no call at all.
         """
         if node._post_hooks is not None:  # post-hooks
-            outputs = run_post_hooks(node, inputs, outputs)  # type: ignore[arg-type]
-        if not keep_graph and type(node._saved) is list:  # release: node.release_variables(), inline
-            node._saved = None
+            outputs = run_post_hooks(node, inputs, outputs)  # type: ignore[arg-type]  # None: chained, no post-hooks
+        # Release: a read-only check inline, and the call only for a node that
+        # holds saved tensors (Note [Saved values]), as release_variables frees.
+        if not keep_graph and type(node._saved) is list:
+            node.release_variables()
         if checks_nan:
             check_nan(node, outputs)
         if fused is not None:
@@ -414,7 +416,9 @@ class GraphTask:
 def _annotate(exc: BaseException, node: Node) -> None:
     """Name the failing node on the exception (once, at the innermost node)."""
     if getattr(exc, "_agrad_node", None) is None:
-        exc._agrad_node = node.name()  # type: ignore[attr-defined]
+        # A documented custom attribute on a foreign object (the exception is not
+        # agrad's class), read back by getattr above: mypy cannot know it.
+        exc._agrad_node = node.name()  # type: ignore[attr-defined]  # agrad's own mark on a foreign exception
         if anomaly_enabled.get():
             warn_error_detected(node)
         exc.add_note(f"(raised while running the backward of {node.name()})")

@@ -175,7 +175,7 @@ class StagedGrads:
                 old._bump_version()
                 new = old
             else:
-                variable._grad = grad
+                variable._commit_grad(grad)
             if parent is not None:
                 _PROVISIONAL.add(id(new))
                 self._journal.append((variable, old, new, new._version))
@@ -232,9 +232,9 @@ class StagedGrads:
                 _PROVISIONAL.discard(id(new))
                 current = variable._grad
                 if current is new and new._version == version:
-                    variable._grad = old
+                    variable._commit_grad(old)
                 elif current is not None and current.shape == new.shape:
                     # Replaced since (another backward accumulated into it, or the
                     # caller assigned it): take out only this backward's part.
-                    variable._grad = (current - (new if old is None else new - old)).detach()
+                    variable._commit_grad((current - (new if old is None else new - old)).detach())
         self._journal.clear()

@@ -125,7 +125,7 @@ class Node:
     __slots__ = (
         "next_edges", "sequence_nr", "topological_nr", "_input_meta",
         "_pre_hooks", "_post_hooks", "_tensor_pre_hooks", "_retains_grad",
-        "_trace", "_metadata", "_work", "_mark", "_saved", "__weakref__",
+        "_trace", "_metadata", "_work", "walk_mark", "_saved", "__weakref__",
     )
 
     # True for custom Functions whose backward is ``async def``: the drivers
@@ -138,14 +138,19 @@ class Node:
     #: that must run where the backward was awaited).  See Note [Offload threshold].
     offload: bool | None = None
 
-    def __init__(self) -> None:
-        self.next_edges: tuple[Edge | None, ...] = ()
+    def __init__(self, next_edges: tuple[Edge | None, ...] = (), topological_nr: int = 0,
+                 input_meta: tuple[tuple[tuple[int, ...], Any, Any], ...] = (),
+                 saved: list[Any] | tuple[Any, ...] | None = None, work: int = 0) -> None:
+        """A node, unconnected; or, with arguments, recorded already: see :meth:`_connect`,
+        whose invariants the arguments keep (``record`` passes them for a table
+        op's node, whose fields are known before it is made)."""
+        self.next_edges = next_edges
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
+        self.topological_nr = topological_nr
         # (shape, dtype, device) of each forward output: gradients arriving here
         # are checked, reduced and moved to it (see GraphTask._complete), and the
         # node runs on the first of those devices that is not the CPU.
-        self._input_meta: tuple[tuple[tuple[int, ...], Any, Any], ...] = ()
+        self._input_meta = input_meta
         self._pre_hooks: dict[int, Callable] | None = None
         self._post_hooks: dict[int, Callable] | None = None
         self._tensor_pre_hooks: dict[int, dict[int, Callable]] | None = None
@@ -155,13 +160,37 @@ class Node:
         # Array elements the backward kernel touches, roughly: the gradients it
         # receives plus the tensors it saved; set when the node is recorded.
         # The engine compares it with the offload threshold (Note [Offload threshold]).
-        self._work = 0
-        self._mark: object = None  # the token of the last traversal that reached it (Note [Counting dependencies])
+        self._work = work
+        # The token of the last dependency traversal that reached this node.  Public
+        # because the engine's traversals (``_engine/_dependencies``) write it once
+        # per edge walked, where a method call would cost ~60 ns an edge; nothing
+        # else writes it, and nothing but those traversals reads it (Note
+        # [Counting dependencies]).
+        self.walk_mark: object = None
         # What the backward needs: a list while it holds saved tensors, a tuple
         # of shapes and attributes otherwise, None once freed (Note [Saved values]).
-        self._saved: list[Any] | tuple[Any, ...] | None = None
+        self._saved = saved
 
     # -- the graph ---------------------------------------------------------
+    def _connect(self, next_edges: tuple[Edge | None, ...], topological_nr: int,
+                 input_meta: tuple[tuple[tuple[int, ...], Any, Any], ...], saved: list[Any] | tuple[Any, ...] | None,
+                 work: int) -> None:
+        """Join the graph as a recorded node: its edges, the metadata of the gradients it
+        receives, what its backward needs and how much work that is (``_ops/_record.record``,
+        for a custom Function's node, made before its forward ran).
+
+        Keeps what the engine relies on: ``topological_nr`` is one more than the
+        largest of ``next_edges``' nodes (0 with none); ``input_meta`` has one
+        ``(shape, dtype, device)`` per forward output; ``saved`` is a list exactly
+        when the backward frees it (Note [Saved values]); ``work`` is the array
+        elements the backward touches (Note [Offload threshold]).
+        """
+        self.next_edges = next_edges
+        self.topological_nr = topological_nr
+        self._input_meta = input_meta
+        self._saved = saved
+        self._work = work
+
     def set_next_edges(self, edges: Sequence[Edge | None]) -> None:
         self.next_edges = tuple(edges)
         topo = 0
@@ -195,8 +224,10 @@ class Node:
     def release_variables(self) -> None:
         """Free saved tensors once a backward that does not keep the graph is done with them.
 
-        The engine does this itself, inline, on its hot path (``GraphTask._complete``):
-        a node's saved values are freed exactly when they are a list (Note [Saved values]).
+        Keeps Note [Saved values]: a node's saved values are freed exactly when
+        they are a list (a tuple of shapes and attributes stays, so the node can
+        run again).  The engine's hot path (``GraphTask._complete``) checks the
+        type inline and calls this only when there is something to free.
         """
         if type(self._saved) is list:
             self._saved = None
@@ -205,7 +236,7 @@ class Node:
     def __call__(self, *grads: Any) -> Any:
         if len(grads) != len(self._input_meta):
             raise TypeError(f"expected {len(self._input_meta)} arguments, got {len(grads)} instead")
-        out = self.apply(list(grads), None)  # type: ignore[arg-type]
+        out = self.apply(list(grads), None)  # type: ignore[arg-type]  # called outside a backward: no graph task
         return out[0] if len(out) == 1 else tuple(out)
 
     # -- hooks (PyTorch's Node.register_hook / register_prehook) -----------
@@ -220,6 +251,27 @@ class Node:
         if self._pre_hooks is None:
             self._pre_hooks = {}
         return _add_hook(self._pre_hooks, fn)
+
+    # -- retain_grad (Tensor.retain_grad, Note [Hooks when grad_fn changes]) --
+    def _retain_grad_for(self, output_nr: int, tensor: "Tensor") -> None:
+        """Keep the gradient of forward output ``output_nr`` for ``tensor`` (``Tensor.retain_grad``):
+        the engine stages it as ``tensor.grad`` when this node runs (``GraphTask._pre``).
+
+        Keeps ``_retains_grad`` None or a non-empty dict from output numbers to
+        weak references (the node must not keep its outputs alive).
+        """
+        if self._retains_grad is None:
+            self._retains_grad = {}
+        self._retains_grad[output_nr] = weakref.ref(tensor)
+
+    def _stop_retaining_grad(self, output_nr: int) -> None:
+        """Stop keeping output ``output_nr``'s gradient (its tensor's ``grad_fn`` moved to
+        another node).  Keeps ``_retains_grad`` None or non-empty, as the engine's check assumes."""
+        retains = self._retains_grad
+        if retains is not None:
+            retains.pop(output_nr, None)
+            if not retains:
+                self._retains_grad = None
 
     def _tensor_hooks(self, output_nr: int) -> dict[int, Callable]:
         if self._tensor_pre_hooks is None:
@@ -268,10 +320,17 @@ class AccumulateGrad(Node):
         self.sequence_nr = sys.maxsize
         self.variable = variable
         self._input_meta = single_input_meta(variable._data)
-        # A leaf's hooks live on the tensor (they outlive this weakly cached
-        # node); the node shares the tensor's dict as its tensor pre-hooks.
         if variable._hooks is not None:
-            self._tensor_pre_hooks = {0: variable._hooks}
+            self._share_leaf_hooks(variable._hooks)
+
+    def _share_leaf_hooks(self, hooks: dict[int, Callable]) -> None:
+        """Run ``hooks``, the leaf tensor's own hook dict, as this node's tensor pre-hooks.
+
+        A leaf's hooks live on the tensor (they outlive this weakly cached node),
+        so the node shares the tensor's dict rather than copying it: hooks
+        registered later, on the tensor, run too.
+        """
+        self._tensor_pre_hooks = {0: hooks}
 
     def name(self) -> str:
         return "agrad::autograd::AccumulateGrad"
@@ -435,11 +494,8 @@ class SavedTensor:
         # The unpacked data takes the saved tensor's place in the graph, whatever
         # graph the hook's tensor belongs to (a create_graph backward records
         # through it; a checkpoint's saved inputs must require grad again).
-        if type(source) is AccumulateGrad:
-            leaf = Tensor._make(t._data, version_counter=t._version_counter)
-            leaf._requires_grad = True
-            leaf._accumulator = weakref.ref(source)  # kept alive by self.hooked, as PyTorch does
-            return leaf
+        if type(source) is AccumulateGrad:  # kept alive by self.hooked, as PyTorch does
+            return Tensor._make_leaf(t._data, t._version_counter, source)
         return Tensor._make(t._data, source, self.output_nr, t._version_counter)
 
     def _modified_message(self, t: "Tensor") -> str:

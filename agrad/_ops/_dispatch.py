@@ -197,14 +197,15 @@ def apply(op: OpDef, args: Sequence[Any], attrs: dict[str, Any]) -> Tensor:
         if err is None:
             raise
         raise err from None
-    result = Tensor._make(out)
     if op.view and out.base is not None and arrays[0] is tensors[0]._data and xp.may_share_memory(out, arrays[0]):
-        if type(tensors[0]._version_counter) is InferenceCounter:
+        if type(counter := tensors[0]._version_counter) is InferenceCounter:
             # A view of an inference tensor is an inference tensor, in any mode,
             # which autograd does not track (PyTorch: not _is_view(), no grad_fn).
-            result._version_counter = tensors[0]._version_counter
-            return result
+            return Tensor._make(out, version_counter=counter)
+        result = Tensor._make(out)
         _make_view(op, attrs, tensors[0], result, xp)
+    else:
+        result = Tensor._make(out)
     if not grad_enabled.get():
         if result._base is None:
             mark_inference(result)  # Note [Inference tensors]
@@ -227,10 +228,4 @@ def _make_view(op: OpDef, attrs: dict[str, Any], src: Tensor, view: Tensor, xp: 
         parent_np, parent_t = parent
         view_np = lambda arr: forward(xp, parent_np(arr), **attrs)  # noqa: E731
         view_t = lambda base: apply(op, (parent_t(base),), attrs)  # noqa: E731
-    view._base = src._base if src._base is not None else src
-    view._version_counter = src._version_counter
-    view._view_fn = (view_np, view_t)
-    view._view_version = src._version_counter[0]
-    view._multi_output = src._multi_output if src._base is not None else None  # Note [Multi-output views]
-    # Note [Where a view was made]: made now in no_grad mode, or as its source was
-    view._creation = "no_grad" if not grad_enabled.get() else src._creation if src._base is not None else None
+    view._become_view(src, (view_np, view_t))

@@ -55,8 +55,7 @@ def inplace_method(fn: Callable[..., Tensor], name: str) -> Callable[..., Tensor
             # The new node may save the *old* value of self; give it its own copy,
             # with self's place in the graph, since self's memory is overwritten below.
             with _backends.on(self.device):
-                src = Tensor._make(self._data.copy(), self._grad_fn, self._output_nr)
-            src._requires_grad = self._requires_grad
+                src = self._stand_in(self._data.copy())
         result = fn(src, *args, **kwargs)
         if result.shape != self.shape:
             raise RuntimeError(
@@ -93,13 +92,10 @@ def rebase_view(view: Tensor, value: Tensor) -> None:
     CopySlices ``grad_fn`` and re-derive the view's.  See Note [CopySlices]."""
     base = view._base
     assert base is not None
-    history = Tensor._make(base._data, base._grad_fn, base._output_nr)
-    history._requires_grad = base._requires_grad
-    history._accumulator = base._accumulator
+    history = base._stand_in(base._data)
     node = record(REGISTRY["copy_slices"], (history, value), {"view": view._view_fn}, Tensor._make(base._data))
     base._set_grad_fn(node, 0)  # Note [Hooks when grad_fn changes]
-    view._view_version = -1  # stale: the next use replays the view on the new base
-    view._refresh_view()
+    view._regenerate_view()
 
 
 def check_view_write(view: Tensor) -> None:

@@ -58,9 +58,11 @@ def record(op: OpDef | None, inputs: Sequence[Any], attrs: dict[str, Any], resul
     Either way the node's ``_work`` is the size of the gradients it receives
     plus that of the tensors it saved, unless the op says otherwise (Note
     [Offload threshold]).  The hot path of every recorded op: the table-op
-    path is written out, with no helper calls, on purpose.
+    path is written out on purpose, and its node is made once its fields are
+    known, with them (``Node._connect`` states what they keep).
     """
     plan: Sequence[tuple[int, Any]]  # what to save: Note [Saving only what is needed]
+    meta: tuple[tuple[tuple[int, ...], Any, Any], ...]  # of the gradients it receives: (shape, dtype, device)
     if op is not None:
         new_edges: list[Edge | None] = []
         topo = -1
@@ -82,23 +84,25 @@ def record(op: OpDef | None, inputs: Sequence[Any], attrs: dict[str, Any], resul
                 topo = fn.topological_nr
         if topo < 0:
             return None  # no input requires grad
-        node = op.node_cls() if op.node_for is None else op.node_classes[op.node_for(**attrs)]()
-        node.next_edges = tuple(new_edges)
-        node.topological_nr = topo + 1
-        node._input_meta = single_input_meta(result._data)  # type: ignore[union-attr]
+        node_cls = op.node_cls if op.node_for is None else op.node_classes[op.node_for(**attrs)]
+        next_edges = tuple(new_edges)
+        meta = single_input_meta(result._data)  # type: ignore[union-attr]  # a table op has its result
         plan, holds_tensors = op.save_plans[mask]
-        work = result._data.size  # type: ignore[union-attr]  # the gradient it will receive
+        work = result._data.size  # type: ignore[union-attr]  # as above; the gradient it will receive
     else:
         assert node is not None
         topo = -1
         for e in edges:
             if e is not None and e[0].topological_nr > topo:
                 topo = e[0].topological_nr
-        node.next_edges = tuple(edges)
-        node.topological_nr = topo + 1
+        next_edges = tuple(edges)
+        meta = tuple(input_meta(o._data) if isinstance(o, Tensor) else _NO_META for o in outputs)
         if connect is not None:
+            # connect(node) may record through the node (a dirty view's rebase
+            # records a CopySlices on it), so the node joins the graph first,
+            # with the saved values it was made with; what it saves comes after.
+            node._connect(next_edges, topo + 1, meta, node._saved, node._work)
             connect(node)
-        node._input_meta = tuple(input_meta(o._data) if isinstance(o, Tensor) else _NO_META for o in outputs)
         plan = [_NOTHING if t is None else (_SAVE_TENSOR, i) for i, t in enumerate(to_save)]
         holds_tensors = True  # a custom Function's saved values are freed even when empty
         work = sum(o._data.size for o in outputs if isinstance(o, Tensor))
@@ -110,28 +114,34 @@ def record(op: OpDef | None, inputs: Sequence[Any], attrs: dict[str, Any], resul
             saved.append(SavedTensor(inputs[key]))
             work += inputs[key]._data.size
         elif kind == _SAVE_OUTPUT:
-            saved.append(SavedTensor(result, is_output=True))  # type: ignore[arg-type]
-            work += result._data.size  # type: ignore[union-attr]
+            saved.append(SavedTensor(result, is_output=True))  # type: ignore[arg-type]  # only table ops save it
+            work += result._data.size  # type: ignore[union-attr]  # only table ops save it, with a result
         elif kind == _SAVE_ATTR:
             saved.append(attrs[key])
         elif kind == _SAVE_SHAPE:
             saved.append(inputs[key]._data.shape)
         elif kind == _SAVE_TENSOR:  # a custom node's: an output is saved as the node's own
-            t = to_save[key]
-            nr = _index_of(t, outputs)  # type: ignore[arg-type]
-            saved.append(SavedTensor(t, is_output=True, output_nr=nr) if nr >= 0 else SavedTensor(t))  # type: ignore[arg-type]
-            work += t._data.size  # type: ignore[union-attr]
+            tensor: Tensor = to_save[key]  # type: ignore[assignment]  # not None: None is _NOTHING in the plan
+            nr = _index_of(tensor, outputs)
+            saved.append(SavedTensor(tensor, is_output=True, output_nr=nr) if nr >= 0 else SavedTensor(tensor))
+            work += tensor._data.size
         elif kind == _SAVE_INPUTS:  # Note [Variadic ops]
             saved.append(tuple([SavedTensor(t) for t in inputs]))
             work += sum(t._data.size for t in inputs)
         else:  # _SAVE_SHAPES
             saved.append(tuple([t._data.shape for t in inputs]))
-    node._saved = saved if holds_tensors else tuple(saved)  # Note [Saved values]
-    node._work = work if op is None or op.work is None else op.work(inputs, result)  # type: ignore[arg-type]
+    # Saved values are a list only when they hold tensors (Note [Saved values]).
+    if op is not None:  # made now, connected: no call beyond its constructor
+        if op.work is not None:
+            work = op.work(inputs, result)  # type: ignore[arg-type]  # a table op has its result
+        node = node_cls(next_edges, topo + 1, meta, saved if holds_tensors else tuple(saved), work)
+    else:
+        assert node is not None  # as checked above
+        node._connect(next_edges, topo + 1, meta, saved, work)
     if anomaly_enabled.get():
         node._record_trace()
     if result is not None:
-        result._grad_fn = node
+        result._become_output(node)
     return node
 
 
@@ -238,7 +248,7 @@ class OpNode(Node):
             raise RuntimeError(_FREED)
         if self.variadic:  # Note [Variadic ops]: one vjp gives every input's gradient
             vjp, idx = self.op.calls[0]
-            grads = vjp(g, *map(saved.__getitem__, idx))  # type: ignore[misc]
+            grads = vjp(g, *map(saved.__getitem__, idx))  # type: ignore[misc]  # a variadic op has its vjp
             return [None if e is None else o for e, o in zip(self.next_edges, grads)]
         needed = None if task is None or task.exec_info is None else task.needed
         out: list[Any] = []
@@ -248,11 +258,11 @@ class OpNode(Node):
             elif vjp is identity:
                 out.append(g)
             elif not idx:
-                out.append(vjp(g))  # type: ignore[misc]
+                out.append(vjp(g))  # type: ignore[misc]  # an input with an edge has a vjp (record)
             elif len(idx) == 1:
-                out.append(vjp(g, saved[idx[0]]))  # type: ignore[misc]
+                out.append(vjp(g, saved[idx[0]]))  # type: ignore[misc]  # as above
             else:
-                out.append(vjp(g, *map(saved.__getitem__, idx)))  # type: ignore[misc]
+                out.append(vjp(g, *map(saved.__getitem__, idx)))  # type: ignore[misc]  # as above
         return out
 
 

@@ -936,7 +936,7 @@ def _mark_multi_output(views: tuple[Tensor, ...], op: str) -> tuple[Tensor, ...]
     """Mark ``views``, the outputs of ``op``, as multi-output views if recorded."""
     for i, v in enumerate(views):
         if v._base is not None and v.requires_grad:
-            v._multi_output = f"Output {i} of {op}"
+            v._mark_multi_output(f"Output {i} of {op}")
     return views
 
 

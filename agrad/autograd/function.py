@@ -287,11 +287,9 @@ def _connect(ctx: BackwardCFunction, outputs: Sequence[Any], dirty: Sequence[Ten
             if is_dirty and o._base is not None:
                 rebase_view(o, o._alias(ctx, i))  # Note [CopySlices]
             else:
-                o._set_grad_fn(ctx, i)  # Note [Hooks when grad_fn changes]
-                if o._base is not None:
-                    o._creation = "custom_function"  # Note [Where a view was made]
+                o._connect_function_output(ctx, i)  # Notes [Hooks when grad_fn changes], [Where a view was made]
         elif not is_dirty:
-            o._requires_grad = False
+            o._mark_non_differentiable()
 
 
 def _is_in(t: Any, items: Sequence[Any]) -> bool:
