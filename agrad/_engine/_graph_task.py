@@ -1,13 +1,11 @@
 """GraphTask: the state of one backward/grad call, and its run loop.
 
-This is a sans-I/O core: :meth:`GraphTask.run` is a generator holding every
-state transition of the backward (pop a ready node, run its hooks and
-backward, route its gradients, decide what becomes ready) as plain
-synchronous code.  It yields a request (``_requests.py``) only to ask its
-driver for something it cannot do itself: await an ``async def backward``,
-run a kernel in a thread, give the event loop a turn.  The async driver and
-the blocking twin (``_drivers.py``) answer those requests differently; the
-logic exists once.
+A sans-I/O core: :meth:`GraphTask.run` is a generator holding every state
+transition of the backward as plain synchronous code.  It yields a request
+(``_requests.py``) only to ask its driver for what it cannot do itself: await
+an ``async def backward``, run a kernel in a thread, give the loop a turn.
+The async driver and the blocking twin (``_drivers.py``) answer differently;
+the logic exists once.
 
 Mapping to PyTorch's ``engine.cpp``: ``dependencies``, ``not_ready``,
 ``exec_info``, ``captured``, ``keep_graph`` and ``reentrant_depth`` are
@@ -25,7 +23,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Coroutine, Generator, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -33,9 +31,10 @@ from agrad._ambient import anomaly_check_nan, anomaly_enabled, current_graph_tas
 from agrad._backends import on
 from agrad._device import CPU
 from agrad._engine._dependencies import ExecInfo, compute_dependencies, init_to_execute, reaches
-from agrad._engine._hooks import run_post_hooks, run_pre_hooks, run_tensor_pre_hooks
+from agrad._engine._hooks import run_post_hooks, run_pre_hooks
 from agrad._engine._input_buffer import accumulate, check_count, check_nan, conform, release
 from agrad._engine._offload import (
+    Outcome,
     goes_to_thread,
     kernel_job,
     leaves,
@@ -56,15 +55,9 @@ from agrad._graph._saved_hooks import restore_saved_hooks, saved_hooks_state
 if TYPE_CHECKING:
     from agrad._engine._slices import Budget
 
-__all__ = ["GraphTask", "Outcome"]
+__all__ = ["GraphTask"]
 
 _ndarray = np.ndarray
-
-
-# What a kernel job hands back (Note [Offloaded kernels]): ``(node, inputs,
-# outputs)`` per node it ran, the node that raised and its exception if one
-# did, and the device it ran on.
-Outcome: TypeAlias = "tuple[list[tuple[Node, Any, Any]], tuple[Node, BaseException] | None, Any]"
 
 
 class GraphTask:
@@ -250,7 +243,7 @@ class GraphTask:
                     # pre-hooks
                     if (node._tensor_pre_hooks is not None or node._retains_grad is not None
                             or node._pre_hooks is not None or self.exec_info is not None):
-                        inputs = self._pre(node, inputs)
+                        inputs = run_pre_hooks(self, node, inputs)
                         if inputs is None:
                             continue
                     # call: on the node's device's worker, in a kernel thread, or here
@@ -259,10 +252,12 @@ class GraphTask:
                         if dev is not CPU:
                             yield self._device_job(node, inputs, checks_nan, dev)
                             continue
-                    if thresholds is not None and goes_to_thread(node._work, node.offload, thresholds,
-                                                                 budget is not None and budget.busy):
+                    # goes_to_thread says no to an unpinned node below both thresholds:
+                    # most nodes skip the call (~3% of a chain of small nodes).
+                    if thresholds is not None and (node.offload is not None or node._work >= thresholds[1]) and \
+                            goes_to_thread(node._work, node.offload, thresholds, busy := bool(budget and budget.busy)):
                         job = RunKernel(kernel_job(self, node, inputs, checks_nan, CPU, self.deliver),
-                                        row_block_helpers(node, inputs, budget is not None and budget.busy))
+                                        row_block_helpers(node, inputs, busy))
                         if not (yield job):
                             parked = job
                             yield WAIT
@@ -377,27 +372,6 @@ class GraphTask:
         devices.add(dev)
         return DeviceJob(dev, kernel_job(self, node, inputs, checks_nan, dev, self.deliver), node,
                          self.reentrant_depth, first, leaves(node, dev))
-
-    def _pre(self, node: Node, inputs: list[Any]) -> list[Any] | None:
-        """Tensor pre-hooks, retain_grad, captures and node pre-hooks; None if
-        the node only captures (PyTorch: evaluate_function before call_function)."""
-        if node._tensor_pre_hooks is not None:
-            run_tensor_pre_hooks(node, inputs)
-        if node._retains_grad is not None:
-            for nr, ref in node._retains_grad.items():
-                t = ref()
-                if t is not None and t._grad_fn is node and inputs[nr] is not None:
-                    self.stage(t, inputs[nr], False)
-        if self.exec_info is not None:
-            info = self.exec_info.get(node)
-            if info is not None and info.captures is not None:
-                for input_nr, idx in info.captures:
-                    self.captured[idx] = inputs[input_nr]
-            if info is None or not info.needed:
-                return None
-        if node._pre_hooks is not None:
-            inputs = run_pre_hooks(node, inputs)
-        return inputs
 
     def abort(self) -> None:
         """Drop all pending work and staged gradients, and undo the commits of

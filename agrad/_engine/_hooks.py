@@ -1,23 +1,50 @@
 """Running a node's hooks during a backward, and checking what they return.
 
 PyTorch's ``call_tensor_pre_hooks``, ``call_pre_hooks`` and
-``call_post_hooks`` with their ``check_result`` rules.
+``call_post_hooks`` with their ``check_result`` rules, and the first half of
+``evaluate_function`` around them (retain_grad, captures).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agrad._device import CPU
 from agrad._dtype import SCALAR_TYPE_NAMES
 from agrad._graph._node import Node
 from agrad._tensor import Tensor
 
-__all__ = ["run_post_hooks", "run_pre_hooks", "run_tensor_pre_hooks"]
+if TYPE_CHECKING:
+    from agrad._engine._graph_task import GraphTask
+
+__all__ = ["run_post_hooks", "run_pre_hooks"]
 
 
-def run_tensor_pre_hooks(node: Node, inputs: list[Any]) -> None:
+def run_pre_hooks(task: GraphTask, node: Node, inputs: list[Any]) -> list[Any] | None:
+    """Before ``node`` runs in ``task``: tensor pre-hooks, retain_grad, captures and
+    node pre-hooks; the gradients it gets, or None if it only captures (PyTorch:
+    ``evaluate_function`` before ``call_function``)."""
+    if node._tensor_pre_hooks is not None:
+        _run_tensor_pre_hooks(node, inputs)
+    if node._retains_grad is not None:
+        for nr, ref in node._retains_grad.items():
+            t = ref()
+            if t is not None and t._grad_fn is node and inputs[nr] is not None:
+                task.stage(t, inputs[nr], False)
+    if task.exec_info is not None:
+        info = task.exec_info.get(node)
+        if info is not None and info.captures is not None:
+            for input_nr, idx in info.captures:
+                task.captured[idx] = inputs[input_nr]
+        if info is None or not info.needed:
+            return None
+    if node._pre_hooks is not None:
+        inputs = _run_node_pre_hooks(node, inputs)
+    return inputs
+
+
+def _run_tensor_pre_hooks(node: Node, inputs: list[Any]) -> None:
     """The hooks registered on ``node``'s outputs (``Tensor.register_hook``), in place on ``inputs``."""
     # Note [Hooks see undefined gradients]
     # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -34,7 +61,7 @@ def run_tensor_pre_hooks(node: Node, inputs: list[Any]) -> None:
                 inputs[nr] = _check_result(new, inputs[nr], hook)
 
 
-def run_pre_hooks(node: Node, inputs: list[Any]) -> list[Any]:
+def _run_node_pre_hooks(node: Node, inputs: list[Any]) -> list[Any]:
     """``node``'s pre-hooks (``Node.register_prehook``): the gradients its backward gets."""
     assert node._pre_hooks is not None  # the caller checked
     for hook in list(node._pre_hooks.values()):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from agrad._ambient import anomaly_enabled
 from agrad._device import CPU
@@ -25,9 +25,15 @@ from agrad._graph._node import Node
 
 if TYPE_CHECKING:
     from agrad._engine._dependencies import ExecInfo
-    from agrad._engine._graph_task import GraphTask, Outcome
+    from agrad._engine._graph_task import GraphTask
 
-__all__ = ["goes_to_thread", "kernel_job", "leaves", "node_device", "offload_thresholds", "row_block_helpers"]
+__all__ = ["Outcome", "goes_to_thread", "kernel_job", "leaves", "node_device", "offload_thresholds",
+           "row_block_helpers"]
+
+# What a kernel job hands back (Note [Offloaded kernels]): ``(node, inputs,
+# outputs)`` per node it ran, the node that raised and its exception if one
+# did, and the device it ran on.
+Outcome: TypeAlias = "tuple[list[tuple[Node, Any, Any]], tuple[Node, BaseException] | None, Any]"
 
 # Note [Offloaded kernels]
 # ~~~~~~~~~~~~~~~~~~~~~~~~

@@ -255,7 +255,7 @@ class Node:
     # -- retain_grad (Tensor.retain_grad, Note [Hooks when grad_fn changes]) --
     def _retain_grad_for(self, output_nr: int, tensor: "Tensor") -> None:
         """Keep the gradient of forward output ``output_nr`` for ``tensor`` (``Tensor.retain_grad``):
-        the engine stages it as ``tensor.grad`` when this node runs (``GraphTask._pre``).
+        the engine stages it as ``tensor.grad`` when this node runs (``_engine._hooks.run_pre_hooks``).
 
         Keeps ``_retains_grad`` None or a non-empty dict from output numbers to
         weak references (the node must not keep its outputs alive).
