@@ -47,11 +47,11 @@ _EVERY_INPUT_DIFFERENTIABLE = itertools.repeat(identity)
 _NO_MASK_BITS = itertools.repeat(0)
 
 
-# Not ``frozen``: the engine's tests swap an op's ``forward`` with
-# ``monkeypatch.setattr`` to watch or hold its kernel (tests/engine), and a
-# frozen dataclass refuses that.  agrad itself never assigns to an OpDef:
-# ``build_opdef`` computes every field before constructing it.
-@dataclass(eq=False)
+# Frozen: ``build_opdef`` computes every field before constructing it, and
+# nothing assigns to an OpDef afterwards.  (The engine's tests that watch or
+# hold an op's kernel swap ``forward`` in the instance's ``__dict__`` through
+# ``monkeypatch.setitem``, which restores it.)
+@dataclass(eq=False, frozen=True)
 class OpDef:
     """Everything agrad knows about one op; built complete by :func:`build_opdef`."""
 
