@@ -65,6 +65,15 @@ _ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool)
 # PyTorch's C++ names of the scalar types, as its kernels' messages spell them, by numpy dtype name.
 SCALAR_TYPE_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char", "int16": "Short",
                      "int32": "Int", "int64": "Long", "uint8": "Byte", "bool": "Bool"}
+
+
+def legacy_type_name(d: dtype, device_type: str) -> str:
+    """PyTorch's legacy type name of a tensor (``torch.FloatTensor``,
+    ``torch.cuda.HalfTensor``), spelled for agrad, as its messages show it."""
+    prefix = "agrad." if device_type == "cpu" else f"agrad.{device_type}."
+    return f"{prefix}{SCALAR_TYPE_NAMES[d.name]}Tensor"
+
+
 # The C++ element types' names, as PyTorch's ``TypeMeta`` spells them in some messages (``.grad`` assignment).
 CPP_TYPE_NAMES = {"float16": "c10::Half", "float32": "float", "float64": "double", "int8": "signed char",
                   "int16": "short int", "int32": "int", "int64": "long int", "uint8": "unsigned char", "bool": "bool"}

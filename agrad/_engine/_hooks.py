@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from agrad._device import CPU
-from agrad._dtype import SCALAR_TYPE_NAMES
+from agrad._dtype import legacy_type_name
 from agrad._graph._node import Node
 from agrad._tensor import Tensor
 
@@ -112,6 +111,4 @@ def _hook_name(hook: Any) -> str:
 
 
 def _type_name(t: Tensor) -> str:
-    """PyTorch's legacy type name of ``t`` (``torch.FloatTensor``), for agrad."""
-    prefix = "agrad." if t.device is CPU else f"agrad.{t.device.type}."
-    return f"{prefix}{SCALAR_TYPE_NAMES[t.dtype.name]}Tensor"
+    return legacy_type_name(t.dtype, t.device.type)

@@ -14,6 +14,7 @@ op's outputs, its *outputs* the gradients of the forward inputs.
 from __future__ import annotations
 
 import itertools
+import re
 import sys
 import traceback
 import weakref
@@ -25,6 +26,7 @@ import numpy as np
 from agrad._ambient import before_in_place
 from agrad._backends import device_of
 from agrad._device import CPU
+from agrad._dtype import legacy_type_name
 from agrad._grad_mode import grad_enabled
 from agrad._graph._anomaly import running_node
 from agrad._graph._hooks import RemovableHandle, _add_hook
@@ -448,7 +450,7 @@ class SavedTensor:
         if not self.is_leaf and not self.is_output and t._grad_fn is None:
             raise RuntimeError(_DETACHED)  # checked first, as PyTorch's SavedVariable::unpack does
         if t._version_counter[0] != self.version:
-            raise RuntimeError(self._modified_message(t))
+            raise RuntimeError(self._modified_message(t, node))
         if self.is_output and node is not None and grad_enabled.get():
             return t._alias(grad_fn=node, output_nr=self.output_nr)
         return t
@@ -498,13 +500,27 @@ class SavedTensor:
             return Tensor._make_leaf(t._data, t._version_counter, source)
         return Tensor._make(t._data, source, self.output_nr, t._version_counter)
 
-    def _modified_message(self, t: "Tensor") -> str:
-        fn = t._grad_fn
-        where = f", which is output {t._output_nr} of {fn.name()}," if fn is not None else ""
+    def _modified_message(self, t: "Tensor", node: Node | None) -> str:
+        """PyTorch's message for a saved tensor modified in place since it was saved.
+
+        It names the node that made the tensor as PyTorch 2.13 does, by its
+        forward op (``Sigmoid`` for ``SigmoidBackward0``): for a saved output,
+        the node that saved it (its own grad_fn then); for an input, its grad_fn
+        now (the in-place op's), if it has one."""
+        fn = node if self.is_output else t._grad_fn
+        nr = self.output_nr if self.is_output else t._output_nr
+        where = f", which is output {nr} of {_forward_name(fn)}," if fn is not None else ""
         return (
             "one of the variables needed for gradient computation has been modified by an inplace "
-            f"operation: [{t.dtype} {list(t.shape)}]{where} is at version {t._version_counter[0]}; "
+            f"operation: [{legacy_type_name(t.dtype, t.device.type)} {list(t.shape)}]{where} "
+            f"is at version {t._version_counter[0]}; "
             f"expected version {self.version} instead. Hint: enable anomaly detection to find the "
             "operation that failed to compute its gradient, with "
             "agrad.autograd.set_detect_anomaly(True)."
         )
+
+
+def _forward_name(node: Node) -> str:
+    """The forward op a node differentiates, as PyTorch's messages name it: its
+    name without ``Backward<n>`` (``SigmoidBackward0`` -> ``Sigmoid``)."""
+    return re.sub(r"Backward\d*$", "", node.name())

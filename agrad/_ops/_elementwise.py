@@ -111,18 +111,23 @@ def _pow_grad_exponent(g: Tensor, input: Tensor, exponent: Tensor, out: Tensor) 
 def _pow_args(input: Any, exponent: Any) -> tuple[tuple, dict]:
     if _is_bool(input) and isinstance(exponent, Tensor) and exponent.dtype is _dtype.bool:
         raise NotImplementedError('"pow" not implemented for \'Bool\'')
-    return (input, exponent), {}
+    # PyTorch's overload, which names the node: Tensor ** Scalar records
+    # PowBackward0, Tensor ** Tensor PowBackward1, Scalar ** Tensor PowBackward2.
+    overload = 0 if not isinstance(exponent, Tensor) else 2 if not isinstance(input, Tensor) else 1
+    return (input, exponent), {"overload": overload}
 
 
 @defop(ref=lambda torch: torch.pow,
        vjp=(_pow_grad_base, _pow_grad_exponent),
-       node="PowBackward1", methods=("pow", "__pow__"), rmethods=("__rpow__",),
+       node=("PowBackward0", "PowBackward1", "PowBackward2"), node_for=lambda overload: f"PowBackward{overload}",
+       methods=("pow", "__pow__"), rmethods=("__rpow__",),
        inplace=("pow_", "__ipow__"), promote=True, parse=_pow_args,
        samples=lambda rng: [((_pos(rng, 3, 4), _r(rng, 3, 4)), {}), ((_pos(rng, 2, 3), 2.0), {}),
                             ((_pos(rng, 3), 0.5), {}), ((1.7, _r(rng, 2, 2)), {})])
 @_quiet
-def pow(xp, input, exponent):  # noqa: A001 - mirrors torch.pow
-    """Elementwise ``input ** exponent``; either may be a number."""
+def pow(xp, input, exponent, *, overload=1):  # noqa: A001 - mirrors torch.pow
+    """Elementwise ``input ** exponent``; either may be a number (``overload`` names
+    PyTorch's overload, for the node's name only)."""
     return (input ** exponent).astype(input.dtype, copy=False)  # numpy makes bool ** bool int8
 
 

@@ -108,6 +108,33 @@ async def test_saved_tensor_modified_in_place(api, bumps: int) -> None:
     assert x.grad is None
 
 
+def _in_place_case(lib: Any, case: str) -> Any:
+    """A loss whose backward unpacks a tensor modified in place since it was saved."""
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    if case == "saved output":  # sigmoid saves its result
+        y = x.sigmoid()
+        y.add_(1.0)
+        return y.sum()
+    if case == "saved input":  # a * a saves a, whose grad_fn is the in-place op's now
+        a = x * 1.0
+        loss = (a * a).sum()
+        a.add_(1.0)
+        return loss
+    w = lib.tensor([1.0, 2.0])  # a leaf that needs no grad: no grad_fn to name
+    loss = (x * w).sum()
+    w.add_(1.0)
+    return loss
+
+
+@requires_torch
+@pytest.mark.parametrize("case", ["saved output", "saved input", "saved constant"])
+def test_in_place_message_names_the_op_as_torch_does(case: str) -> None:
+    theirs = torch_message(lambda: _in_place_case(torch, case).backward())
+    with pytest.raises(RuntimeError) as info:
+        _in_place_case(agrad, case).backward_sync()
+    assert str(info.value).split(" Hint:")[0] == theirs.split(" Hint:")[0].replace("torch.", "agrad.")
+
+
 async def test_modifying_a_tensor_not_saved_is_fine(api) -> None:
     x = vec(1.0, 2.0)
     a = x * 1.0

@@ -358,3 +358,13 @@ def test_float16_values(name: str) -> None:
     assert ours.dtype is agrad.float16 and theirs.dtype is torch.float16
     np.testing.assert_allclose(ours.numpy().astype(np.float64), theirs.numpy().astype(np.float64),
                                rtol=2e-3, atol=2e-3)
+
+
+@requires_torch
+def test_pow_records_the_node_of_torchs_overload() -> None:
+    # Tensor ** Scalar: PowBackward0; Tensor ** Tensor: PowBackward1; Scalar ** Tensor: PowBackward2.
+    forms = [lambda lib, x: x.pow(2), lambda lib, x: x ** 2.5, lambda lib, x: x ** x,
+             lambda lib, x: x.pow(lib.tensor(2.0)), lambda lib, x: 2 ** x, lambda lib, x: lib.pow(2, x)]
+    for form in forms:
+        names = [form(lib, lib.tensor([1.0, 2.0], requires_grad=True)).grad_fn.name() for lib in (torch, agrad)]
+        assert names[0] == names[1]
