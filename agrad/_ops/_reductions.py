@@ -11,10 +11,10 @@ import numpy as np
 from agrad import _backends, _dtype
 from agrad._grad_mode import grad_enabled
 from agrad._ops import _elementwise
-from agrad._ops._common import _axis, _expand_reduced, _grids, _quiet, _r, _reduced_count, _zeros_on
+from agrad._ops._common import _axis, _expand_reduced, _quiet, _r, _reduced_count, _zeros_on
 from agrad._ops._elementwise import abs, exp, logical_and, logical_or, sign, where
 from agrad._ops._registry import defop
-from agrad._ops._shape import _wrap_dim
+from agrad._ops._shape import _wrap_dim, scatter_add
 from agrad._tensor import Tensor
 
 # The public names of this family (star-imported by ``agrad/__init__.py``).
@@ -254,6 +254,46 @@ def argmin(xp, input, *, dim=None, keepdim=False):
     return _arg_extreme(xp, xp.argmin, input, dim, keepdim)
 
 
+def _selected_grad(arg: Any) -> Any:
+    """The vjp of ``max``/``min`` along a dim: the gradient flows to the selected
+    index only, as PyTorch's ``value_selecting_reduction_backward`` (ties: the
+    first, which ``arg`` returns as the forward's index)."""
+
+    def vjp(g: Tensor, input: Tensor, dim: int, keepdim: bool) -> Tensor:
+        idx = arg(input, dim=dim, keepdim=True)
+        return scatter_add(_zeros_on(g, input.shape), dim, idx, g if keepdim else g.unsqueeze(dim))
+
+    return vjp
+
+
+def _check_reduced_dim(name: str, input: np.ndarray, dim: int) -> None:
+    """An empty input is fine unless the reduced dim itself is empty (PyTorch's IndexError)."""
+    if input.shape[dim] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {dim} to have non-zero size.")
+
+
+def _along_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
+    x = _r(rng, 3, 4, 5)
+    return [((x,), {"dim": 1}), ((x,), {"dim": 2, "keepdim": True}), ((_r(rng, 4),), {"dim": 0}),
+            ((_r(rng, 2, 0, 3),), {"dim": 2})]
+
+
+@defop(ref=lambda torch: lambda x, dim, keepdim=False: torch.max(x, dim, keepdim).values,
+       vjp=_selected_grad(argmax), node="MaxBackward0", samples=_along_samples)
+def _max_along(xp, input, *, dim, keepdim=False):
+    """The values of ``max(x, dim)``: largest elements along ``dim``."""
+    _check_reduced_dim("max", input, dim)
+    return xp.amax(input, axis=dim, keepdims=keepdim)
+
+
+@defop(ref=lambda torch: lambda x, dim, keepdim=False: torch.min(x, dim, keepdim).values,
+       vjp=_selected_grad(argmin), node="MinBackward0", samples=_along_samples)
+def _min_along(xp, input, *, dim, keepdim=False):
+    """The values of ``min(x, dim)``: smallest elements along ``dim``."""
+    _check_reduced_dim("min", input, dim)
+    return xp.amin(input, axis=dim, keepdims=keepdim)
+
+
 class _ReturnType(tuple):
     """A ``(values, indices)`` pair like ``torch.return_types.max``."""
 
@@ -285,24 +325,16 @@ class _MinReturn(_ReturnType):
     _name = "min"
 
 
-def _extreme_along(input: Tensor, dim: int, keepdim: bool, arg, result):
+def _extreme_along(input: Tensor, dim: int, keepdim: bool, arg, along, result):
     """``(values, indices)`` along ``dim``: the gradient flows to the returned index only."""
     if input.ndim == 0:
         idx = arg(input, dim=dim, keepdim=keepdim)
         return result(input[...], idx)
     d = _wrap_dim(dim, input.ndim)
-    idx = arg(input, dim=d, keepdim=True)
-    with _backends.on(idx.device):
-        index = _grids(_backends.array_module(idx._data), idx.shape)
-    index[d] = idx._data
-    values = input[tuple(index)]
-    if not keepdim:
-        values = values.squeeze(d)
-        idx = idx.squeeze(d)
-    return result(values, idx)
+    return result(along(input, dim=d, keepdim=keepdim), arg(input, dim=d, keepdim=keepdim))
 
 
-def _extreme(kind: str, reduce_all: Any, arg: Any, returns: Any) -> Any:
+def _extreme(kind: str, reduce_all: Any, arg: Any, along: Any, returns: Any) -> Any:
     """``max`` or ``min``: PyTorch's three overloads in one function."""
 
     def extreme(input: Tensor, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:
@@ -310,7 +342,7 @@ def _extreme(kind: str, reduce_all: Any, arg: Any, returns: Any) -> Any:
             return getattr(_elementwise, kind + "imum")(input, dim if other is None else other)
         if dim is None:
             return reduce_all(input)
-        return _extreme_along(input, dim, keepdim, arg, returns)
+        return _extreme_along(input, dim, keepdim, arg, along, returns)
 
     extreme.__name__ = extreme.__qualname__ = kind
     word = "largest" if kind == "max" else "smallest"
@@ -319,8 +351,8 @@ def _extreme(kind: str, reduce_all: Any, arg: Any, returns: Any) -> Any:
     return extreme
 
 
-max = _extreme("max", _max_all, argmax, _MaxReturn)  # noqa: A001 - mirrors torch.max
-min = _extreme("min", _min_all, argmin, _MinReturn)  # noqa: A001 - mirrors torch.min
+max = _extreme("max", _max_all, argmax, _max_along, _MaxReturn)  # noqa: A001 - mirrors torch.max
+min = _extreme("min", _min_all, argmin, _min_along, _MinReturn)  # noqa: A001 - mirrors torch.min
 
 
 def _moments_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:

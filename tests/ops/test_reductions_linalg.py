@@ -234,3 +234,9 @@ def test_solve_inv_errors() -> None:
         agrad.linalg.solve(agrad.zeros(2, 2), agrad.ones(2))
     with pytest.raises(RuntimeError, match="Incompatible"):
         agrad.linalg.solve(agrad.eye(2), agrad.ones(3, 1))
+
+
+@pytest.mark.parametrize("kind", ["max", "min"])
+def test_extreme_along_a_dim_records_torchs_node(kind: str) -> None:
+    values = getattr(agrad.tensor([[1.0, 5.0, 3.0], [4.0, 2.0, 6.0]], requires_grad=True), kind)(dim=1).values
+    assert values.grad_fn.name() == f"{kind.capitalize()}Backward0"  # torch: MaxBackward0 / MinBackward0
