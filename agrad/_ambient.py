@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "anomaly_check_nan", "anomaly_enabled", "before_in_place", "checkpoint_early_stop", "cooperative_call",
-    "current_graph_task", "engine_options", "grad_enabled", "inference_enabled", "inside_job", "kernel_runner",
+    "current_graph_task", "engine_options_override", "grad_enabled", "inference_enabled", "inside_job", "kernel_runner",
     "multithreading", "mutation_on_saved", "outer_saved_hooks", "running_node", "runs_kernels", "saved_hooks",
     "saved_hooks_disabled",
 ]
@@ -65,7 +65,7 @@ saved_hooks_disabled: ContextVar[str | None] = ContextVar("agrad_saved_tensors_h
 # reentrant one, one level deeper (Note [Reentrant backward]).
 current_graph_task: ContextVar[GraphTask | None] = ContextVar("agrad_current_graph_task", default=None)
 # engine_options()'s value; None: the defaults (_engine/_options.py).
-engine_options: ContextVar[EngineOptions | None] = ContextVar("agrad_engine_options", default=None)
+engine_options_override: ContextVar[EngineOptions | None] = ContextVar("agrad_engine_options", default=None)
 multithreading: ContextVar[bool] = ContextVar("agrad_multithreading_enabled", default=True)
 # True in the context a cooperative call runs in: calls started there are part of it (Note [Admission]).
 inside_job: ContextVar[bool] = ContextVar("agrad_inside_job", default=False)

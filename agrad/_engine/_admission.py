@@ -34,9 +34,6 @@ __all__ = ["admitted", "get_admission_limit", "mark_inside", "set_admission_limi
 
 _limit = 16
 
-# True in the context a job runs in: jobs started there are part of it.
-_inside = inside_job
-
 
 def get_admission_limit() -> int:
     """How many ``agrad.cooperative`` calls may run at once per event loop."""
@@ -57,7 +54,7 @@ def set_admission_limit(limit: int) -> None:
 
 def mark_inside() -> None:
     """Mark the current context as a job's own (call it in the job's context)."""
-    _inside.set(True)
+    inside_job.set(True)
 
 
 class _Gate:
@@ -85,7 +82,7 @@ async def admitted() -> AsyncIterator[None]:
 
     Leaving the block never awaits, so nothing is reported after a job's
     commit (Note [After the commit])."""
-    if _inside.get():
+    if inside_job.get():
         yield
         return
     gate = _GATE.get(None)

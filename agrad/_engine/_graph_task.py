@@ -256,7 +256,7 @@ class GraphTask:
                     # most nodes skip the call (~3% of a chain of small nodes).
                     if thresholds is not None and (node.offload is not None or node._work >= thresholds[1]) and \
                             goes_to_thread(node._work, node.offload, thresholds, busy := bool(budget and budget.busy)):
-                        job = RunKernel(kernel_job(self, node, inputs, checks_nan, CPU, self.deliver),
+                        job = RunKernel(kernel_job(self, node, inputs, checks_nan, CPU),
                                         row_block_helpers(node, inputs, busy))
                         if not (yield job):
                             parked = job
@@ -370,7 +370,7 @@ class GraphTask:
         assert devices is not None
         first = dev not in devices
         devices.add(dev)
-        return DeviceJob(dev, kernel_job(self, node, inputs, checks_nan, dev, self.deliver), node,
+        return DeviceJob(dev, kernel_job(self, node, inputs, checks_nan, dev), node,
                          self.reentrant_depth, first, leaves(node, dev))
 
     def abort(self) -> None:

@@ -165,11 +165,10 @@ def _chain(head: Node, dev: Any, deps: dict[Node, int], not_ready: dict[Node, li
     return chain
 
 
-def kernel_job(task: GraphTask, node: Node, inputs: list[Any], check_nan: bool, dev: Any,
-               deliver: Callable[[Outcome], None]) -> Callable[[], None]:
+def kernel_job(task: GraphTask, node: Node, inputs: list[Any], check_nan: bool, dev: Any) -> Callable[[], None]:
     """The job running ``node``'s kernel and its chain on ``dev``: in a thread
     for the CPU, on the device's worker otherwise (Notes [Offloaded kernels],
-    [Offloaded chains], [Device workers]); it hands its outcome to ``deliver``.
+    [Offloaded chains], [Device workers]); it hands its outcome to ``task.deliver``.
 
     Memory is freed as the chain goes, as it is when nodes run inline: a
     node's saved tensors right after its kernel unless the graph is kept
@@ -185,6 +184,7 @@ def kernel_job(task: GraphTask, node: Node, inputs: list[Any], check_nan: bool, 
     chain = _chain(node, dev, task.dependencies, task.not_ready, task.exec_info)
     last = chain[-1]
     release = not task.keep_graph
+    deliver = task.deliver
     ctx = contextvars.copy_context()
 
     def job() -> None:

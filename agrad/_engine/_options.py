@@ -19,8 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from agrad._ambient import engine_options as engine_options_var
-from agrad._ambient import multithreading
+from agrad._ambient import engine_options_override, multithreading
 from agrad._grad_mode import F, _GradModeContext
 
 __all__ = ["EngineOptions", "engine_options", "current_options", "get_num_interop_threads",
@@ -46,23 +45,19 @@ class EngineOptions:
 
 
 _DEFAULT = EngineOptions()
-_options = engine_options_var
 
 
 def current_options() -> EngineOptions:
     """The options a backward started now would run with."""
-    options = _options.get() or _DEFAULT
-    if not _multithreading.get():  # see set_multithreading_enabled
+    options = engine_options_override.get() or _DEFAULT
+    if not multithreading.get():  # see set_multithreading_enabled
         return replace(options, offload="never")
     return options
 
 
-_multithreading = multithreading
-
-
 def is_multithreading_enabled() -> bool:
     """Whether backwards started in this context may run kernels in other threads."""
-    return _multithreading.get()
+    return multithreading.get()
 
 
 class set_multithreading_enabled(_GradModeContext):
@@ -92,14 +87,14 @@ class set_multithreading_enabled(_GradModeContext):
     def __init__(self, mode: bool) -> None:
         super().__init__()
         self.mode = bool(mode)
-        self._prev_mode = _multithreading.get()
-        _multithreading.set(self.mode)
+        self._prev_mode = multithreading.get()
+        multithreading.set(self.mode)
 
     def __enter__(self) -> None:
         pass
 
     def __exit__(self, *exc: object) -> None:
-        _multithreading.set(self._prev_mode)
+        multithreading.set(self._prev_mode)
 
     def clone(self) -> "set_multithreading_enabled":
         return self.__class__(self.mode)
@@ -108,7 +103,7 @@ class set_multithreading_enabled(_GradModeContext):
         # As a decorator the constructor's immediate effect is undone, as for
         # set_grad_enabled: the mode applies only while the function runs
         # (PyTorch leaves it set, which no decorator means).
-        _multithreading.set(self._prev_mode)
+        multithreading.set(self._prev_mode)
         return super().__call__(fn)
 
 
@@ -150,7 +145,7 @@ def engine_options(*, time_slice: float | None = None, offload: OffloadMode | No
         >>> with agrad.autograd.graph.engine_options(offload="never"):
         ...     pass  # backwards awaited here run every kernel on the loop
     """
-    old = _options.get() or _DEFAULT
+    old = engine_options_override.get() or _DEFAULT
     changes: dict[str, object] = {}
     if time_slice is not None:
         if not time_slice > 0:
@@ -171,11 +166,11 @@ def engine_options(*, time_slice: float | None = None, offload: OffloadMode | No
             raise ValueError(f"max_recursion_depth must be a positive int, got {max_recursion_depth!r}")
         changes["max_recursion_depth"] = max_recursion_depth
     new = replace(old, **changes)  # type: ignore[arg-type]  # changes: each value checked above for its field
-    token = _options.set(new)
+    token = engine_options_override.set(new)
     try:
         yield new
     finally:
-        _options.reset(token)
+        engine_options_override.reset(token)
 
 
 def _default_interop_threads() -> int:

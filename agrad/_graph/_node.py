@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from agrad._ambient import before_in_place
+from agrad._ambient import before_in_place, saved_hooks
 from agrad._backends import device_of
 from agrad._device import CPU
 from agrad._dtype import legacy_type_name
 from agrad._grad_mode import grad_enabled
 from agrad._graph._anomaly import running_node
 from agrad._graph._hooks import RemovableHandle, _add_hook
-from agrad._graph._saved_hooks import Hooks, current_hooks
+from agrad._graph._saved_hooks import Hooks
 
 if TYPE_CHECKING:
     from agrad._engine._graph_task import GraphTask
@@ -352,7 +352,7 @@ class AccumulateGrad(Node):
 # intercepts the write with a dispatch mode instead).
 
 # Bound once: SavedTensor's constructor is on every recorded op's path.
-_current_hooks = current_hooks.get
+_current_hooks = saved_hooks.get
 
 
 def _is_constant(t: "Tensor") -> bool:

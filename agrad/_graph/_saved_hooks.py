@@ -4,7 +4,7 @@ backward node saves are packed when recorded and unpacked when the node runs.
 Note [Saved tensor hooks]
 ~~~~~~~~~~~~~~~~~~~~~~~~~
 The innermost ``(pack_hook, unpack_hook)`` pair lives in one ContextVar
-(``current_hooks``; None when no hooks are active), so two asyncio tasks
+(``saved_hooks``; None when no hooks are active), so two asyncio tasks
 recording at once never see each other's hooks (Note [Ambient state in
 contextvars]).  Every tensor saved for backward is a ``SavedTensor``, whose
 constructor reads the ContextVar once: without hooks it keeps the tensor, as
@@ -31,17 +31,10 @@ from agrad._ambient import outer_saved_hooks, saved_hooks, saved_hooks_disabled
 if TYPE_CHECKING:
     from agrad._tensor import Tensor
 
-__all__ = ["saved_tensors_hooks", "disable_saved_tensors_hooks", "current_hooks", "saved_hooks_state",
+__all__ = ["saved_tensors_hooks", "disable_saved_tensors_hooks", "saved_hooks_state",
            "restore_saved_hooks"]
 
 Hooks = tuple[Callable[["Tensor"], Any], Callable[[Any], "Tensor"]]
-
-# The pair in force; the pairs that entered contexts replaced, innermost last
-# (PyTorch's stack of default hooks, per context: see saved_tensors_hooks.__exit__);
-# the message of the innermost disable_saved_tensors_hooks, None when enabled.
-current_hooks = saved_hooks
-_outer_hooks = outer_saved_hooks
-_disabled = saved_hooks_disabled
 
 
 class saved_tensors_hooks:
@@ -96,18 +89,18 @@ class saved_tensors_hooks:
     # here.  As PyTorch's push/pop of default hooks, ``__exit__`` pops the
     # innermost pair of the current context.
     def __enter__(self) -> None:
-        message = _disabled.get()
+        message = saved_hooks_disabled.get()
         if message is not None:
             raise RuntimeError(message)
-        _outer_hooks.set((*_outer_hooks.get(), current_hooks.get()))
-        current_hooks.set((self.pack_hook, self.unpack_hook))
+        outer_saved_hooks.set((*outer_saved_hooks.get(), saved_hooks.get()))
+        saved_hooks.set((self.pack_hook, self.unpack_hook))
 
     def __exit__(self, *exc: object) -> None:
-        outer = _outer_hooks.get()
+        outer = outer_saved_hooks.get()
         if not outer:
             raise RuntimeError("saved_tensors_hooks.__exit__ called without a matching __enter__ in this context")
-        current_hooks.set(outer[-1])
-        _outer_hooks.set(outer[:-1])
+        saved_hooks.set(outer[-1])
+        outer_saved_hooks.set(outer[:-1])
 
 
 @contextmanager
@@ -130,23 +123,23 @@ def disable_saved_tensors_hooks(error_message: str) -> Iterator[None]:
         ...
         RuntimeError: no hooks here
     """
-    if current_hooks.get() is not None:
+    if saved_hooks.get() is not None:
         raise RuntimeError(error_message)
-    prev = _disabled.get()
-    _disabled.set(error_message)
+    prev = saved_hooks_disabled.get()
+    saved_hooks_disabled.set(error_message)
     try:
         yield
     finally:
-        _disabled.set(prev)
+        saved_hooks_disabled.set(prev)
 
 
 def saved_hooks_state() -> tuple[Hooks | None, tuple[Hooks | None, ...]]:
     """The current context's hooks and the stack of those they replaced."""
-    return current_hooks.get(), _outer_hooks.get()
+    return saved_hooks.get(), outer_saved_hooks.get()
 
 
 def restore_saved_hooks(state: tuple[Hooks | None, tuple[Hooks | None, ...]]) -> None:
     """Put back what :func:`saved_hooks_state` returned (a backward does so when
     it ends, whatever its hooks entered or left meanwhile)."""
-    current_hooks.set(state[0])
-    _outer_hooks.set(state[1])
+    saved_hooks.set(state[0])
+    outer_saved_hooks.set(state[1])

@@ -139,8 +139,6 @@ def register_multi_grad_hook(tensors: Sequence[Tensor], fn: Callable[..., None],
 
 # -- allow_mutation_on_saved_tensors ------------------------------------------------
 
-_mutation_context = mutation_on_saved
-
 
 class _Handle:
     """What the graph keeps for a tensor saved under the context (weakly keyed)."""
@@ -215,15 +213,15 @@ def allow_mutation_on_saved_tensors() -> Iterator[_AllowMutationOnSavedContext]:
         tensor([[2., 2., 2.],
                 [2., 2., 2.]])
     """
-    if _mutation_context.get() is not None:
+    if mutation_on_saved.get() is not None:
         raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
     ctx = _AllowMutationOnSavedContext()
-    token = _mutation_context.set(ctx)
+    token = mutation_on_saved.set(ctx)
     hook_token = before_in_place.set(ctx.before_in_place)
     try:
         with saved_tensors_hooks(ctx.pack, ctx.unpack):
             yield ctx
     finally:
         before_in_place.reset(hook_token)
-        _mutation_context.reset(token)
+        mutation_on_saved.reset(token)
         ctx.clear()

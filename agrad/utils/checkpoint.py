@@ -308,11 +308,6 @@ def _identity(x: Tensor) -> Tensor:
     return x
 
 
-# The innermost set_checkpoint_early_stop's value, None outside any: it
-# overrides checkpoint(early_stop=) for checkpoints made in its context.
-_early_stop = checkpoint_early_stop
-
-
 @contextlib.contextmanager
 def set_checkpoint_early_stop(enable: bool) -> Iterator[None]:
     """Whether non-reentrant checkpoints made in this block stop recomputing early.
@@ -335,11 +330,11 @@ def set_checkpoint_early_stop(enable: bool) -> Iterator[None]:
         >>> x.grad
         tensor([-2.4784, -2.4784, -2.4784])
     """
-    token = _early_stop.set(bool(enable))
+    token = checkpoint_early_stop.set(bool(enable))
     try:
         yield
     finally:
-        _early_stop.reset(token)
+        checkpoint_early_stop.reset(token)
 
 
 def _checkpoint_without_reentrant(
@@ -364,7 +359,7 @@ def _checkpoint_without_reentrant(
 
     if not grad_enabled.get():
         return function(*args, **kwargs)
-    override = _early_stop.get()
+    override = checkpoint_early_stop.get()
     frame = _Frame(recompute_fn, args, early_stop if override is None else override,
                    _DETERMINISM_CHECKS[determinism_check])
     completed = False
