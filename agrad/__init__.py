@@ -77,11 +77,30 @@ from agrad._grad_mode import (
     set_grad_enabled,
 )
 from agrad._graph._anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
-from agrad._ops import _elementwise, _linalg, _reductions, _shape
+from agrad._ops import (
+    _conv,
+    _decompositions,
+    _elementwise,
+    _linalg,
+    _pointwise,
+    _pool,
+    _reductions,
+    _scatter,
+    _shape,
+    _sorting,
+    _structure,
+)
+from agrad._ops._conv import *  # noqa: F403
+from agrad._ops._decompositions import *  # noqa: F403
 from agrad._ops._elementwise import *  # noqa: F403
 from agrad._ops._linalg import *  # noqa: F403
+from agrad._ops._pointwise import *  # noqa: F403
+from agrad._ops._pool import *  # noqa: F403
 from agrad._ops._reductions import *  # noqa: F403
+from agrad._ops._scatter import *  # noqa: F403
 from agrad._ops._shape import *  # noqa: F403
+from agrad._ops._sorting import *  # noqa: F403
+from agrad._ops._structure import *  # noqa: F403
 from agrad._tensor import Tensor
 from agrad.random import get_rng_state, set_rng_state
 
@@ -117,5 +136,7 @@ __all__ = [
     "get_num_threads", "set_num_threads", "get_num_interop_threads", "set_num_interop_threads", "cooperative",
     "autograd", "cuda", "linalg", "nn", "random", "utils",
 ] + [
-    *_elementwise.__all__, *_linalg.__all__, *_reductions.__all__, *_shape.__all__,
+    *_elementwise.__all__, *_linalg.__all__, *_reductions.__all__, *_shape.__all__, *_pointwise.__all__,
+    *_sorting.__all__, *_scatter.__all__, *_structure.__all__, *_conv.__all__, *_pool.__all__,
+    *_decompositions.__all__,
 ]

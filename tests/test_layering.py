@@ -69,8 +69,12 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
         # nn.functional's implementation: ops composed from ops.  The public
         # modules agrad.nn and agrad.nn.functional sit on top (layer 5).
         "agrad.nn._activations",
+        "agrad.nn._attention",
+        "agrad.nn._convolution",
+        "agrad.nn._distance",
         "agrad.nn._layers",
         "agrad.nn._losses",
+        "agrad.nn._normalization",
     )),
     (4, "engine", (
         "agrad._engine*",

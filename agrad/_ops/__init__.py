@@ -10,6 +10,20 @@ The registry's jobs, one module each: ``_schema`` (the frozen ``OpDef``),
 ``_inplace`` (in-place variants), ``_registry`` (``defop``).
 """
 
-from agrad._ops import _elementwise, _linalg, _methods, _reductions, _shape, _views  # noqa: F401
+from agrad._ops import (  # noqa: F401
+    _conv,
+    _decompositions,
+    _elementwise,
+    _linalg,
+    _methods,
+    _pointwise,
+    _pool,
+    _reductions,
+    _scatter,
+    _shape,
+    _sorting,
+    _structure,
+    _views,
+)
 
 _methods.bind()
