@@ -15,7 +15,19 @@ from collections.abc import Callable
 from typing import Any
 
 from agrad import _dtype
-from agrad._ops import _elementwise, _reductions, _shape, _views
+from agrad._ops import (
+    _conv,
+    _decompositions,
+    _elementwise,
+    _pointwise,
+    _pool,
+    _reductions,
+    _scatter,
+    _shape,
+    _sorting,
+    _structure,
+    _views,
+)
 from agrad._ops._inplace import inplace_method
 from agrad._tensor import Tensor
 
@@ -73,7 +85,17 @@ METHODS: dict[str, Any] = {
 }
 
 
+# The families' own tables of hand-written methods (each module's ``METHODS``).
+FAMILIES = (_pointwise, _sorting, _scatter, _structure, _conv, _pool, _decompositions)
+
+
 def bind() -> None:
-    """Bind :data:`METHODS` onto :class:`Tensor` (``agrad._ops`` does, once)."""
-    for name, fn in METHODS.items():
-        setattr(Tensor, name, fn)
+    """Bind :data:`METHODS` and each family's ``METHODS`` onto :class:`Tensor`
+    (``agrad._ops`` does, once); a name bound twice is a bug."""
+    tables = [METHODS, *(family.METHODS for family in FAMILIES)]
+    for table in tables:
+        for name, fn in table.items():
+            setattr(Tensor, name, fn)
+    names = [name for table in tables for name in table]
+    if len(names) != len(set(names)):
+        raise RuntimeError(f"Tensor methods bound twice: {sorted({n for n in names if names.count(n) > 1})}")
