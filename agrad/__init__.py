@@ -32,37 +32,67 @@ from agrad._creation import (
     Generator,
     arange,
     as_tensor,
+    asarray,
+    bartlett_window,
+    blackman_window,
     empty,
     empty_like,
+    empty_strided,
     eye,
     from_numpy,
     full,
     full_like,
+    get_default_device,
+    hamming_window,
+    hann_window,
+    initial_seed,
+    is_complex,
+    is_floating_point,
+    is_nonzero,
+    is_same_size,
+    is_storage,
+    kaiser_window,
     linspace,
+    logspace,
     manual_seed,
+    multinomial,
+    numel,
     ones,
     ones_like,
     rand,
     rand_like,
     randint,
+    randint_like,
     randn,
     randn_like,
+    randperm,
+    range,
+    result_type,
+    scalar_tensor,
+    seed,
+    set_default_device,
     tensor,
+    typename,
     zeros,
     zeros_like,
 )
 from agrad._device import device
 from agrad._dtype import (
+    bfloat16,
     bool,
+    can_cast,
     dtype,
+    finfo,
     float16,
     float32,
     float64,
     get_default_dtype,
+    iinfo,
     int8,
     int16,
     int32,
     int64,
+    promote_types,
     set_default_dtype,
     uint8,
 )
@@ -78,10 +108,12 @@ from agrad._grad_mode import (
 )
 from agrad._graph._anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from agrad._ops import (
+    _aliases,
     _conv,
     _decompositions,
     _elementwise,
     _linalg,
+    _numeric,
     _pointwise,
     _pool,
     _reductions,
@@ -90,10 +122,13 @@ from agrad._ops import (
     _sorting,
     _structure,
 )
+from agrad._ops._aliases import *  # noqa: F403
 from agrad._ops._conv import *  # noqa: F403
 from agrad._ops._decompositions import *  # noqa: F403
 from agrad._ops._elementwise import *  # noqa: F403
 from agrad._ops._linalg import *  # noqa: F403
+from agrad._ops._methods import bernoulli, normal, poisson
+from agrad._ops._numeric import *  # noqa: F403
 from agrad._ops._pointwise import *  # noqa: F403
 from agrad._ops._pool import *  # noqa: F403
 from agrad._ops._reductions import *  # noqa: F403
@@ -101,7 +136,28 @@ from agrad._ops._scatter import *  # noqa: F403
 from agrad._ops._shape import *  # noqa: F403
 from agrad._ops._sorting import *  # noqa: F403
 from agrad._ops._structure import *  # noqa: F403
+from agrad._repr import set_printoptions
+from agrad._size import Size
 from agrad._tensor import Tensor
+from agrad.nn._distance import cdist
+from agrad.nn.functional import (  # the functions torch also has at top level
+    alpha_dropout,
+    bilinear,
+    celu,
+    celu_,
+    cosine_similarity,
+    feature_alpha_dropout,
+    hardshrink,
+    pairwise_distance,
+    pdist,
+    prelu,
+    rrelu,
+    rrelu_,
+    selu,
+    selu_,
+    threshold,
+    threshold_,
+)
 from agrad.random import get_rng_state, set_rng_state
 
 _blas.apply_default()  # once, process-wide: Note [BLAS threads]
@@ -111,6 +167,7 @@ double = float64
 half = float16
 long = int64
 int = int32  # noqa: A001 - torch.int
+short = int16
 
 __version__ = "0.1.0"
 
@@ -126,17 +183,25 @@ def softmax(input: Tensor, dim: builtins.int) -> Tensor:
 
 
 __all__ = [
-    "Tensor", "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange", "linspace", "eye",
+    "Tensor", "Size", "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange", "linspace",
+    "eye",
     "rand", "randn", "randint", "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
     "manual_seed", "get_rng_state", "set_rng_state", "Generator", "device", "dtype", "float16", "float32",
     "float64", "int8", "int16", "int32", "int64", "uint8", "bool", "float", "double", "half", "long", "int",
-    "get_default_dtype", "set_default_dtype",
+    "get_default_dtype", "set_default_dtype", "bfloat16", "short", "finfo", "iinfo", "promote_types", "can_cast",
+    "set_printoptions", "asarray", "empty_strided", "logspace", "range", "scalar_tensor", "randperm",
+    "randint_like", "multinomial", "normal", "bernoulli", "poisson", "hann_window", "hamming_window",
+    "blackman_window", "bartlett_window", "kaiser_window", "seed", "initial_seed", "set_default_device",
+    "get_default_device", "numel", "is_floating_point", "is_complex", "is_nonzero", "is_same_size", "result_type",
+    "typename", "is_storage",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode", "is_inference_mode_enabled",
-    "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "softmax", "is_tensor",
+    "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "softmax", "is_tensor", "cdist", "alpha_dropout",
+    "bilinear", "celu", "celu_", "cosine_similarity", "feature_alpha_dropout", "hardshrink", "pairwise_distance",
+    "pdist", "prelu", "rrelu", "rrelu_", "selu", "selu_", "threshold", "threshold_",
     "get_num_threads", "set_num_threads", "get_num_interop_threads", "set_num_interop_threads", "cooperative",
     "autograd", "cuda", "linalg", "nn", "random", "utils",
 ] + [
     *_elementwise.__all__, *_linalg.__all__, *_reductions.__all__, *_shape.__all__, *_pointwise.__all__,
     *_sorting.__all__, *_scatter.__all__, *_structure.__all__, *_conv.__all__, *_pool.__all__,
-    *_decompositions.__all__,
+    *_decompositions.__all__, *_aliases.__all__, *_numeric.__all__,
 ]

@@ -21,6 +21,7 @@ from agrad._backends import device_of
 from agrad._device import CPU, device
 from agrad._grad_mode import grad_enabled, inference_enabled
 from agrad._graph._hooks import RemovableHandle, _add_hook
+from agrad._size import Size, size_of
 
 if TYPE_CHECKING:
     from agrad._graph._node import AccumulateGrad, Node
@@ -149,8 +150,8 @@ class Tensor:
 
     # -- array facts -------------------------------------------------------
     @property
-    def shape(self) -> tuple[int, ...]:
-        return self._data.shape
+    def shape(self) -> Size:
+        return size_of(self._data.shape)
 
     @property
     def ndim(self) -> int:
@@ -174,7 +175,7 @@ class Tensor:
         return type(self._data) is _ndarray
 
     def size(self, dim: int | None = None) -> Any:
-        return self._data.shape if dim is None else self._data.shape[dim]
+        return size_of(self._data.shape) if dim is None else self._data.shape[dim]
 
     def dim(self) -> int:
         return self._data.ndim
@@ -194,7 +195,7 @@ class Tensor:
         return data.ctypes.data if type(data) is _ndarray else int(data.data.ptr)
 
     def is_floating_point(self) -> bool:
-        return self._data.dtype.kind == "f"
+        return _dtype.is_floating_np(self._data.dtype)
 
     def __len__(self) -> int:
         if self._data.ndim == 0:
@@ -319,7 +320,7 @@ class Tensor:
                 "computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach()."
             )
-        if requires_grad and self._data.dtype.kind != "f":
+        if requires_grad and not _dtype.is_floating_np(self._data.dtype):
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if requires_grad and type(self._version_counter) is InferenceCounter and not inference_enabled.get():
             raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
@@ -539,7 +540,7 @@ class Tensor:
     def data(self, value: "Tensor") -> None:
         if not isinstance(value, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
-        if self.requires_grad and value._data.dtype.kind not in "fc":
+        if self.requires_grad and not _dtype.is_floating_np(value._data.dtype):
             raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
         self._data = value._data
 

@@ -1,7 +1,8 @@
 """The default random number generator's state (mirrors ``torch.random``).
 
-The default generator (used by ``rand``, ``randn``, ``randint`` and
-``nn.functional.dropout``) is process-wide, as PyTorch's CPU generator is: it
+The default generator (used by every random factory and op: ``rand``,
+``randn``, ``randint``, ``normal``, the in-place fills, ``nn.functional.dropout``...)
+is process-wide, as PyTorch's CPU generator is: it
 is the one piece of state agrad does not keep per task, so concurrent tasks or
 threads that draw random numbers interleave their draws.
 """
@@ -12,9 +13,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from agrad._creation import default_generator, manual_seed
+from agrad._creation import default_generator, initial_seed, manual_seed, seed
 
-__all__ = ["get_rng_state", "set_rng_state", "manual_seed", "fork_rng"]
+__all__ = ["get_rng_state", "set_rng_state", "manual_seed", "seed", "initial_seed", "fork_rng"]
 
 
 def get_rng_state() -> Any:

@@ -50,6 +50,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
         "agrad._backends*",
         "agrad._blas",
         "agrad._errors",
+        "agrad._size",
         "agrad._grad_mode",
         # Every ContextVar (grad mode, anomaly mode, saved-tensor hooks, the
         # current graph task, engine options...) and the thread's kernel runner,

@@ -31,7 +31,7 @@ from agrad._ambient import outer_saved_hooks, saved_hooks, saved_hooks_disabled
 if TYPE_CHECKING:
     from agrad._tensor import Tensor
 
-__all__ = ["saved_tensors_hooks", "disable_saved_tensors_hooks", "saved_hooks_state",
+__all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "saved_hooks_state",
            "restore_saved_hooks"]
 
 Hooks = tuple[Callable[["Tensor"], Any], Callable[[Any], "Tensor"]]
@@ -101,6 +101,33 @@ class saved_tensors_hooks:
             raise RuntimeError("saved_tensors_hooks.__exit__ called without a matching __enter__ in this context")
         saved_hooks.set(outer[-1])
         outer_saved_hooks.set(outer[:-1])
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Context manager under which tensors saved for backward are kept in host
+    memory (a copy), and moved back to their device when the backward needs
+    them: device memory traded for transfers, as PyTorch's.
+
+    ``pin_memory`` is accepted for PyTorch's signature; agrad's host copies
+    are plain numpy arrays (CuPy's transfers need no pinned staging here).
+
+        >>> a = agrad.ones(3, requires_grad=True)
+        >>> with agrad.autograd.graph.save_on_cpu():
+        ...     y = (a * a).sum()
+        >>> y.backward_sync()
+        >>> a.grad
+        tensor([2., 2., 2.])
+    """
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
+        def pack(tensor: "Tensor") -> tuple[Any, "Tensor"]:
+            return tensor.device, tensor.detach().cpu().clone()
+
+        def unpack(packed: tuple[Any, "Tensor"]) -> "Tensor":
+            device, host = packed
+            return host.to(device)
+
+        super().__init__(pack, unpack)
 
 
 @contextmanager

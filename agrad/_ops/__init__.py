@@ -11,11 +11,13 @@ The registry's jobs, one module each: ``_schema`` (the frozen ``OpDef``),
 """
 
 from agrad._ops import (  # noqa: F401
+    _aliases,
     _conv,
     _decompositions,
     _elementwise,
     _linalg,
     _methods,
+    _numeric,
     _pointwise,
     _pool,
     _reductions,

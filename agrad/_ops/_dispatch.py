@@ -26,6 +26,8 @@ __all__ = ["apply"]
 
 _ndarray = np.ndarray
 _FROM_NP = _dtype._FROM_NP
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
 
 
 def _as_constant(value: Any, dt: _dtype.dtype | None) -> Tensor:
@@ -65,7 +67,37 @@ def _constant(value: Any, np_dtype: np.dtype) -> Tensor:
 _PY_NUMBERS = (float, int)
 
 
-def _coerce(op: OpDef, args: Sequence[Any]) -> tuple[tuple[Tensor, ...], list[Any], Any]:
+# Note [Half precision computes in float32]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# PyTorch's CPU kernels compute float16 and bfloat16 in float32 ("opmath")
+# and round each result once; Python numbers in the op stay float32.  numpy
+# and ml_dtypes round after every ufunc (a forward of several rounds several
+# times), accumulate reductions in the half type, and ml_dtypes' matmul
+# returns float32.  So an op on half-precision tensors runs its forward on
+# float32 copies, with its numbers as float32 constants, and ``apply``
+# rounds a float32 result back to the half type: PyTorch's values, bit for
+# bit where its kernel is one float32 computation.  View ops are exempt (they
+# compute nothing and must share memory), and so are ops told their result's
+# dtype (``dtype=``: ``to``, ``sum(dtype=...)``) and ops whose result depends
+# on the input's dtype itself (``opmath=False``: ``nan_to_num``, ``nextafter``,
+# ``fill_``, the random fills).  The fast paths of
+# ``apply`` and ``_coerce`` take float32/float64 by identity, so half
+# tensors fall through to here and full-precision calls pay nothing.
+_HALF = {np.dtype(np.float16)} | ({_dtype.bfloat16.np} if _dtype.bfloat16.np is not None else set())
+
+
+def _opmath(op: OpDef, arrays: list[Any], attrs: dict[str, Any], dev: Any) -> Any:
+    """The half dtype a call computes in float32 (Note [Half precision computes
+    in float32]), or None; ``arrays`` are then cast to float32 in place."""
+    half = next((a.dtype for a in arrays if a.dtype in _HALF), None)
+    if half is None or op.view or not op.opmath or attrs.get("dtype") is not None:
+        return None
+    with _backends.on(dev):
+        arrays[:] = [a.astype(_F32) if a.dtype in _HALF else a for a in arrays]
+    return half
+
+
+def _coerce(op: OpDef, args: Sequence[Any], attrs: dict[str, Any]) -> tuple[tuple[Tensor, ...], list[Any], Any, Any]:
     """Turn numbers into constant tensors and apply PyTorch's type promotion.
 
     Returns the tensors (what the graph records and the node saves), the
@@ -77,7 +109,8 @@ def _coerce(op: OpDef, args: Sequence[Any]) -> tuple[tuple[Tensor, ...], list[An
     if not (op.promote or op.to_float):
         tensors = tuple(a if isinstance(a, Tensor) else _as_constant(a, None) for a in args)
         arrays = [t._data for t in tensors]
-        return tensors, arrays, _placement(arrays)
+        dev = _placement(arrays)
+        return tensors, arrays, dev, _opmath(op, arrays, attrs, dev)
     if len(args) == 2:
         # Fast path: a tensor and a Python number of no higher category (float
         # tensor * 2.5, int tensor + 1); ``apply`` takes the tensors-only ones.
@@ -86,13 +119,13 @@ def _coerce(op: OpDef, args: Sequence[Any]) -> tuple[tuple[Tensor, ...], list[An
         if ta is Tensor and tb in _PY_NUMBERS or tb is Tensor and ta in _PY_NUMBERS:
             t, num = (a, b) if ta is Tensor else (b, a)
             dt = t._data.dtype
-            if dt.kind == "f" or (type(num) is int and dt.kind in "iu" and not op.to_float):
+            if dt is _F32 or dt is _F64 or (type(num) is int and dt.kind in "iu" and not op.to_float):
                 c = _constant(num, dt)
                 if ta is Tensor:
                     arrays = [a._data, c._data]
-                    return (a, c), arrays, CPU if type(arrays[0]) is _ndarray else _placement(arrays)
+                    return (a, c), arrays, CPU if type(arrays[0]) is _ndarray else _placement(arrays), None
                 arrays = [c._data, b._data]
-                return (c, b), arrays, CPU if type(arrays[1]) is _ndarray else _placement(arrays)
+                return (c, b), arrays, CPU if type(arrays[1]) is _ndarray else _placement(arrays), None
     dims: list[_dtype.dtype] = []
     zero_dims: list[_dtype.dtype] = []
     scalars: list[Any] = []
@@ -106,13 +139,15 @@ def _coerce(op: OpDef, args: Sequence[Any]) -> tuple[tuple[Tensor, ...], list[An
     target = _dtype.result_type(dims, zero_dims, scalars)
     if op.to_float and not target.is_floating_point:
         target = _dtype.get_default_dtype()
-    tensors = tuple(a if isinstance(a, Tensor) else _as_constant(a, target) for a in args)
+    half = target.np if target.np in _HALF and op.opmath and not op.view and attrs.get("dtype") is None else None
+    compute = _dtype.float32 if half is not None else target
+    tensors = tuple(a if isinstance(a, Tensor) else _as_constant(a, compute) for a in args)
     arrays = [t._data for t in tensors]
     dev = _placement(arrays)
-    if any(a.dtype != target.np for a in arrays):
+    if any(a.dtype != compute.np for a in arrays):
         with _backends.on(dev):
-            arrays = [a if a.dtype == target.np else a.astype(target.np) for a in arrays]
-    return tensors, arrays, dev
+            arrays = [a if a.dtype == compute.np else a.astype(compute.np) for a in arrays]
+    return tensors, arrays, dev, half
 
 
 # Note [Mixed devices]
@@ -164,18 +199,20 @@ def apply(op: OpDef, args: Sequence[Any], attrs: dict[str, Any]) -> Tensor:
     # The commonest calls need no promotion: one tensor, or two of one dtype
     # (float unless the op computes integers in float).  Everything else,
     # numbers included, goes through ``_coerce``.
+    # Half-precision tensors take ``_coerce`` (Note [Half precision computes in float32]).
     n = len(args)
+    half = None
     if (n == 1 and type(a := args[0]) is Tensor and type(ad := a._data) is _ndarray
-            and (not op.to_float or ad.dtype.kind == "f")):
+            and ((dt := ad.dtype) is _F32 or dt is _F64 or (not op.to_float and dt.kind in "biu"))):
         tensors, arrays = args, [ad]
         dev = CPU
     elif (n == 2 and type(a := args[0]) is Tensor and type(b := args[1]) is Tensor
           and type(ad := a._data) is _ndarray and type(bd := b._data) is _ndarray
-          and (dt := ad.dtype) is bd.dtype and (not op.to_float or dt.kind == "f")):
+          and (dt := ad.dtype) is bd.dtype and (dt is _F32 or dt is _F64 or (not op.to_float and dt.kind in "biu"))):
         tensors, arrays = args, [ad, bd]
         dev = CPU
     else:
-        tensors, arrays, dev = _coerce(op, args)
+        tensors, arrays, dev, half = _coerce(op, args, attrs)
     try:
         if dev is CPU:
             xp = np
@@ -197,6 +234,8 @@ def apply(op: OpDef, args: Sequence[Any], attrs: dict[str, Any]) -> Tensor:
         if err is None:
             raise
         raise err from None
+    if half is not None and out.dtype == _F32:
+        out = out.astype(half)
     if op.view and out.base is not None and arrays[0] is tensors[0]._data and xp.may_share_memory(out, arrays[0]):
         if type(counter := tensors[0]._version_counter) is InferenceCounter:
             # A view of an inference tensor is an inference tensor, in any mode,
@@ -210,7 +249,8 @@ def apply(op: OpDef, args: Sequence[Any], attrs: dict[str, Any]) -> Tensor:
         if result._base is None:
             mark_inference(result)  # Note [Inference tensors]
         return result
-    if op.vjps is not None:
+    # Integer and bool results never require grad; kind "V" is bfloat16 (Note [bfloat16 through ml_dtypes]).
+    if op.vjps is not None and out.dtype.kind in "fcV":
         record(op, tensors, attrs, result)
     return result
 

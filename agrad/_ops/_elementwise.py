@@ -18,7 +18,7 @@ from agrad._tensor import Tensor
 
 # The public names of this family (star-imported by ``agrad/__init__.py``).
 __all__ = [
-    "add", "sub", "mul", "div", "pow", "neg", "exp", "log", "tanh", "sigmoid", "relu", "where",
+    "add", "sub", "mul", "pow", "neg", "exp", "log", "tanh", "sigmoid", "relu", "where",
     "eq", "ne", "lt", "le", "gt", "ge",
     "abs", "sign", "sqrt", "rsqrt", "expm1", "log1p", "log2", "sin", "cos", "tan", "reciprocal", "erf",
     "floor", "ceil", "round", "minimum", "maximum", "clamp", "clip",
@@ -70,7 +70,7 @@ def mul(xp, input, other):
 
 @defop(ref=lambda torch: torch.div,
        vjp=(lambda g, other: g / other, lambda g, other, out: -g * out / other), node="DivBackward0",
-       methods=("div", "__truediv__"), rmethods=("__rtruediv__",), inplace=("div_", "__itruediv__"),
+       methods=("__truediv__",), rmethods=("__rtruediv__",), inplace=("__itruediv__",),
        promote=True, to_float=True, samples=_binary_samples(_pos))
 @_quiet
 def div(xp, input, other):

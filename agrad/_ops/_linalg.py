@@ -1,20 +1,68 @@
-"""Linear algebra ops."""
+"""Linear algebra ops: matrix products (``matmul``, ``mm``, ``addmm``, ``mv``…),
+products built from them (``inner``, ``tensordot``, ``multi_dot``, ``matrix_power``),
+``einsum``, ``cross``, and the linear solves ``solve`` and ``inv``.
+
+The decompositions and what is built on them live in ``_decompositions``.
+"""
 
 from __future__ import annotations
 
 import math
+import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from agrad import _backends, _dtype
+from agrad._device import CPU
 from agrad._errors import broadcast_error
 from agrad._ops._common import _r
+from agrad._ops._elementwise import abs as _abs
+from agrad._ops._elementwise import sign, where
 from agrad._ops._registry import defop
+from agrad._ops._shape import _expand_error, _wrap_dim
 from agrad._tensor import Tensor
 
 # The public names of this family (star-imported by ``agrad/__init__.py``).
-__all__ = ["matmul", "mm", "addmm", "bmm", "dot", "outer", "einsum"]
+__all__ = ["matmul", "mm", "addmm", "bmm", "dot", "outer", "einsum", "mv", "addmv", "addr", "addbmm", "baddbmm",
+           "vdot", "dist", "cross", "inner", "tensordot", "chain_matmul", "matrix_power", "ger"]
+
+
+class LinAlgError(RuntimeError):
+    """A matrix that a linear-algebra function cannot factor: singular, or not
+    positive-definite (``torch.linalg.LinAlgError``, a ``RuntimeError``)."""
+
+
+LinAlgError.__module__ = "agrad.linalg"  # its public home, as torch.linalg.LinAlgError's
+
+
+def _legacy_name(dt: Any) -> str:
+    """PyTorch's name of a numpy dtype in messages: ``Float``, ``Long``…"""
+    return _dtype.SCALAR_TYPE_NAMES[_dtype.from_numpy_dtype(dt).name]
+
+
+def _check_float(name: str, a: Any) -> None:
+    """PyTorch's refusal of an integer or bool matrix in a linear-algebra function."""
+    if a.dtype.kind != "f":
+        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got {_legacy_name(a.dtype)}")
+
+
+def _host(a: Any) -> np.ndarray:
+    """``a`` as a numpy array (copied from its device: for error messages and integer results)."""
+    return np.asarray(a) if isinstance(a, (np.ndarray, np.generic)) else np.asarray(_backends.transfer(a, CPU))
+
+
+def first_failure(shape: tuple[int, ...], info: Any) -> tuple[str, int] | None:
+    """For LAPACK-style ``info`` (nonzero where a matrix of a batch of ``shape`` failed):
+    ``(prefix, code)`` of the first failure, the prefix ``"(Batch element i): "`` with which
+    PyTorch's messages name it in a batch (empty for a single matrix); None if none failed."""
+    flat = _host(info).reshape(-1)
+    failed = np.flatnonzero(flat)
+    if not failed.size:
+        return None
+    return (f"(Batch element {int(failed[0])}): " if len(shape) > 2 else ""), int(flat[failed[0]])
+
 
 # -- linear algebra -------------------------------------------------------------
 
@@ -169,7 +217,7 @@ def _addmm_work(tensors: Any, result: Tensor) -> int:
        vjp=(lambda g, beta: _scaled(g, beta),
             lambda g, mat2, alpha: _scaled(mm(_dense(g), mat2.mT), alpha),
             lambda g, mat1, alpha: _scaled(mm(mat1.mT, _dense(g)), alpha)),
-       node="AddmmBackward0", methods=("addmm",), work=_addmm_work, split_rows=1,
+       node="AddmmBackward0", methods=("addmm",), inplace=("addmm_",), work=_addmm_work, split_rows=1,
        samples=lambda rng: [((_r(rng, 4), _r(rng, 2, 3), _r(rng, 3, 4)), {}),
                             ((_r(rng, 2, 4), _r(rng, 2, 3), _r(rng, 3, 4)), {"beta": 0.5, "alpha": 2.0}),
                             ((_r(rng, 1), _r(rng, 1, 5), _r(rng, 5, 1)), {})])
@@ -212,16 +260,7 @@ def bmm(xp, input, mat2):
        node="DotBackward0", methods=("dot",), samples=lambda rng: [((_r(rng, 4), _r(rng, 4)), {})])
 def dot(xp, input, tensor):
     """Inner product of two 1-D tensors of the same size."""
-    if input.ndim != 1 or tensor.ndim != 1:
-        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {tensor.ndim}D tensors")
-    if input.shape[0] != tensor.shape[0]:
-        n, m = input.shape[0], tensor.shape[0]
-        raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to have the same "
-                           f"number of elements, but got {n} and {m} elements respectively")
-    if input.dtype != tensor.dtype:
-        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
-                           f"{_dtype.from_numpy_dtype(input.dtype)} and {_dtype.from_numpy_dtype(tensor.dtype)}")
-    return xp.dot(input, tensor)
+    return _dot(xp, input, tensor)
 
 
 @defop(ref=lambda torch: torch.outer,
@@ -234,6 +273,418 @@ def outer(xp, input, vec2):
         if a.ndim != 1:
             raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {a.ndim}-D")
     return xp.multiply.outer(input, vec2)
+
+
+# -- matrix-vector and batched products ---------------------------------------------
+
+
+def _same_dtype(name: str, *arrays: Any) -> None:
+    """PyTorch's refusal of mixed dtypes in ``addmv``/``mv`` (no type promotion there)."""
+    if len({a.dtype for a in arrays}) > 1:
+        names = [_legacy_name(a.dtype) for a in arrays]
+        raise RuntimeError(f"{name} input tensors must have the same dtype, but got {', '.join(names[:-1])}, "
+                           f"and {names[-1]}")
+
+
+def _mv_shapes(input_shape: tuple[int, ...], mat: Any, vec: Any) -> None:
+    if mat.ndim != 2 or vec.ndim != 1 or len(input_shape) > 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {len(input_shape)}, {mat.ndim}, {vec.ndim}")
+    if mat.shape[1] != vec.shape[0] or (input_shape and input_shape[0] not in (1, mat.shape[0])):
+        rows = input_shape[0] if input_shape else 1
+        raise RuntimeError(f"size mismatch, got input ({rows}), mat ({mat.shape[0]}x{mat.shape[1]}), "
+                           f"vec ({vec.shape[0]})")
+
+
+@defop(ref=lambda torch: torch.mv,
+       vjp=(lambda g, vec: outer(g, vec), lambda g, input: mv(input.mT, g)),
+       node="MvBackward0", methods=("mv",), work=_product_work,
+       samples=lambda rng: [((_r(rng, 2, 3), _r(rng, 3)), {}), ((_r(rng, 0, 3), _r(rng, 3)), {}),
+                            ((_r(rng, 4, 3)[::2], _r(rng, 6)[::2]), {})])
+def mv(xp, input, vec):
+    """Product of a matrix and a vector."""
+    # PyTorch runs mv as addmv into an empty result: its messages name that result first.
+    _mv_shapes((input.shape[0],) if input.ndim == 2 else (0,), input, vec)
+    _same_dtype("addmv", np.empty(0, np.result_type(input.dtype, vec.dtype)), input, vec)
+    return xp.matmul(input, vec)
+
+
+@defop(ref=lambda torch: torch.addmv,
+       vjp=(lambda g, beta: _scaled(g, beta), lambda g, vec, alpha: _scaled(outer(g, vec), alpha),
+            lambda g, mat, alpha: _scaled(mv(mat.mT, g), alpha)),
+       node="AddmvBackward0", methods=("addmv",), inplace=("addmv_",), work=_addmm_work,
+       samples=lambda rng: [((_r(rng, 2), _r(rng, 2, 3), _r(rng, 3)), {}),
+                            ((_r(rng, 1), _r(rng, 2, 3), _r(rng, 3)), {"beta": 0.5, "alpha": -2.0}),
+                            ((_r(rng), _r(rng, 4, 6)[:, ::2], _r(rng, 3)), {"beta": 0.0}),
+                            ((_r(rng, 0), _r(rng, 0, 3), _r(rng, 3)), {})])
+def addmv(xp, input, mat, vec, *, beta=1, alpha=1):
+    """``beta * input + alpha * (mat @ vec)``, ``input`` broadcast to the product's length."""
+    _mv_shapes(input.shape, mat, vec)
+    _same_dtype("addmv", input, mat, vec)
+    return _scaled_sum(xp, input, xp.matmul(mat, vec), beta, alpha)
+
+
+def _scaled_sum(xp: Any, input: Any, product: Any, beta: Any, alpha: Any) -> Any:
+    """``beta * input + alpha * product`` broadcast to the product's shape; ``beta == 0``
+    ignores ``input`` (its NaN and inf too), as PyTorch's BLAS-backed ops do."""
+    if alpha != 1:
+        product = product * alpha
+    if beta == 0:
+        return product
+    return product + (input if beta == 1 else beta * input)
+
+
+@defop(ref=lambda torch: torch.addr,
+       vjp=(lambda g, beta: _scaled(g, beta), lambda g, vec2, alpha: _scaled(mv(g, vec2), alpha),
+            lambda g, vec1, alpha: _scaled(mv(g.mT, vec1), alpha)),
+       node="AddrBackward0", methods=("addr",), inplace=("addr_",), promote=True,
+       samples=lambda rng: [((_r(rng, 2, 3), _r(rng, 2), _r(rng, 3)), {}),
+                            ((_r(rng, 3), _r(rng, 2), _r(rng, 3)), {"beta": 2.0, "alpha": 0.5}),
+                            ((_r(rng), _r(rng, 0), _r(rng, 3)), {})])
+def addr(xp, input, vec1, vec2, *, beta=1, alpha=1):
+    """``beta * input + alpha * outer(vec1, vec2)``, ``input`` broadcast to the outer product's shape."""
+    for name, v in (("vec1", vec1), ("vec2", vec2)):
+        if v.ndim != 1:
+            raise RuntimeError(f"addr: Expected 1-D argument {name}, but got {v.ndim}-D")
+    size = (vec1.shape[0], vec2.shape[0])
+    if broadcast_error([input.shape, size]) is not None or input.ndim > 2:
+        raise _expand_error(input.shape, size)
+    return _scaled_sum(xp, input, xp.multiply.outer(vec1, vec2), beta, alpha)
+
+
+def _bmm_shapes(batch1: Any, batch2: Any) -> None:
+    for name, b in (("batch1", batch1), ("batch2", batch2)):
+        if b.ndim != 3:
+            raise RuntimeError(f"{name} must be a 3D tensor")
+    if batch1.shape[0] != batch2.shape[0] or batch1.shape[2] != batch2.shape[1]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{batch1.shape[0]}, {batch1.shape[2]}] but got: [{batch2.shape[0]}, {batch2.shape[1]}].")
+    _dtypes_match("bmm", batch1, batch2)
+
+
+def _expanded_to(input: Any, size: tuple[int, ...]) -> None:
+    if input.ndim > len(size) or broadcast_error([input.shape, size]) is not None or \
+            np.broadcast_shapes(input.shape, size) != size:
+        raise _expand_error(input.shape, size)
+
+
+def _bmm_work(tensors: Any, result: Tensor) -> int:
+    b1 = tensors[1]._data
+    return b1.size * tensors[2]._data.shape[-1] // 48 + (result._data.size + b1.size + tensors[2]._data.size) // 8
+
+
+def _batched(g: Tensor, batch: int) -> Tensor:
+    """The gradient of a sum over the batch, ``g`` repeated for each of its ``batch`` matrices."""
+    return g.unsqueeze(0).expand(batch, *g.shape)
+
+
+@defop(ref=lambda torch: torch.addbmm,
+       vjp=(lambda g, beta: _scaled(g, beta),
+            lambda g, batch2, alpha: _scaled(bmm(_batched(g, batch2.shape[0]), batch2.mT), alpha),
+            lambda g, batch1, alpha: _scaled(bmm(batch1.mT, _batched(g, batch1.shape[0])), alpha)),
+       node="AddbmmBackward0", methods=("addbmm",), inplace=("addbmm_",), work=_bmm_work,
+       samples=lambda rng: [((_r(rng, 2, 4), _r(rng, 3, 2, 3), _r(rng, 3, 3, 4)), {}),
+                            ((_r(rng, 4), _r(rng, 2, 2, 3), _r(rng, 2, 3, 4)), {"beta": 0.5, "alpha": 2.0}),
+                            ((_r(rng), _r(rng, 2, 2, 3), _r(rng, 2, 3, 4)), {}),
+                            ((_r(rng, 2, 4), _r(rng, 0, 2, 3), _r(rng, 0, 3, 4)), {})])
+def addbmm(xp, input, batch1, batch2, *, beta=1, alpha=1):
+    """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``, ``input`` broadcast to the product's shape."""
+    for name, b in (("batch1", batch1), ("batch2", batch2)):
+        if b.ndim != 3:
+            raise RuntimeError(f"{name} must be a 3D tensor")
+    if batch1.shape[0] != batch2.shape[0]:
+        raise RuntimeError(f"batch1 and batch2 must have same number of batches, got {batch1.shape[0]} and "
+                           f"{batch2.shape[0]}")
+    if batch1.shape[2] != batch2.shape[1]:
+        raise RuntimeError(f"Incompatible matrix sizes for bmm ({batch1.shape[1]}x{batch1.shape[2]} and "
+                           f"{batch2.shape[1]}x{batch2.shape[2]})")
+    _dtypes_match("addbmm", batch1, batch2)
+    size = (batch1.shape[1], batch2.shape[2])
+    _expanded_to(input, size)
+    product = xp.matmul(batch1, batch2).sum(axis=0) if batch1.shape[0] else xp.zeros(size, batch1.dtype)
+    return _scaled_sum(xp, input, product, beta, alpha)
+
+
+@defop(ref=lambda torch: torch.baddbmm,
+       vjp=(lambda g, beta: _scaled(g, beta), lambda g, batch2, alpha: _scaled(bmm(_dense(g), batch2.mT), alpha),
+            lambda g, batch1, alpha: _scaled(bmm(batch1.mT, _dense(g)), alpha)),
+       node="BaddbmmBackward0", methods=("baddbmm",), inplace=("baddbmm_",), work=_bmm_work,
+       samples=lambda rng: [((_r(rng, 2, 2, 4), _r(rng, 2, 2, 3), _r(rng, 2, 3, 4)), {}),
+                            ((_r(rng, 4), _r(rng, 2, 2, 3), _r(rng, 2, 3, 4)), {"beta": -1.0, "alpha": 0.5}),
+                            ((_r(rng), _r(rng, 2, 2, 3), _r(rng, 2, 3, 4)), {}),
+                            ((_r(rng, 1, 2, 1), _r(rng, 3, 2, 0), _r(rng, 3, 0, 1)), {})])
+def baddbmm(xp, input, batch1, batch2, *, beta=1, alpha=1):
+    """``beta * input + alpha * (batch1 @ batch2)``, batched, ``input`` broadcast to the product's shape."""
+    _bmm_shapes(batch1, batch2)
+    _expanded_to(input, (batch1.shape[0], batch1.shape[1], batch2.shape[2]))
+    return _scaled_sum(xp, input, xp.matmul(batch1, batch2), beta, alpha)
+
+
+@defop(ref=lambda torch: torch.vdot, vjp=(lambda g, other: g * other, lambda g, input: g * input),
+       node="VdotBackward0", methods=("vdot",), samples=lambda rng: [((_r(rng, 4), _r(rng, 4)), {}),
+                                                                      ((_r(rng, 0), _r(rng, 0)), {})])
+def vdot(xp, input, other):
+    """Inner product of two 1-D tensors (the first conjugated: the same as ``dot`` for real tensors)."""
+    return _dot(xp, input, other)
+
+
+def _dot(xp: Any, input: Any, other: Any) -> Any:
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
+    if input.shape[0] != other.shape[0]:
+        n, m = input.shape[0], other.shape[0]
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to have the same "
+                           f"number of elements, but got {n} and {m} elements respectively")
+    if input.dtype != other.dtype:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                           f"{_legacy_name(input.dtype)} and {_legacy_name(other.dtype)}")
+    return xp.dot(input, other)
+
+
+# Note [dist's gradient]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# ``dist(x, y, p)`` is the p-norm of ``x - y`` over all elements: its gradient
+# is PyTorch's norm_backward of the difference (its sign for p = 1, ``d / out``
+# for p = 2, the elements of largest magnitude sharing it for p = inf…), and
+# ``y`` takes the opposite.  Where the norm is 0 the gradient is 0, as PyTorch
+# masks it, not NaN.
+def _dist_grad(g: Tensor, input: Tensor, other: Tensor, out: Tensor, p: Any) -> Tensor:
+    diff = input - other
+    if p == 0:
+        return diff * 0.0
+    if p == 1:
+        return g * sign(diff)
+    if math.isinf(p):
+        mask = _abs(diff) == out
+        return g * sign(diff) * mask / mask.sum()
+    zero = out == 0
+    scale = where(zero, 0.0, g / where(zero, 1.0, out) ** (p - 1))
+    if p == 2:
+        return diff * scale
+    return sign(diff) * _abs(diff) ** (p - 1) * scale
+
+
+@defop(ref=lambda torch: torch.dist,
+       vjp=(_dist_grad, lambda g, input, other, out, p: -_dist_grad(g, input, other, out, p)),
+       node="DistBackward0", methods=("dist",), promote=True,
+       parse=lambda input, other, p=2: ((input, other), {"p": p}),
+       samples=lambda rng: [((_r(rng, 3, 4), _r(rng, 3, 4)), {}), ((_r(rng, 3, 1), _r(rng, 4)), {"p": 1}),
+                            ((_r(rng, 2, 3), _r(rng, 3)), {"p": 3.0}), ((_r(rng, 5), _r(rng, 5)), {"p": math.inf}),
+                            ((_r(rng), _r(rng, 2)), {"p": 0.5}), ((_r(rng, 0, 2), _r(rng, 2)), {})])
+def dist(xp, input, other, *, p=2):
+    """The ``p``-norm of ``input - other`` (broadcast), over all elements."""
+    if input.dtype.kind != "f":
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
+                           f"{_legacy_name(input.dtype)} instead.")
+    err = broadcast_error([input.shape, other.shape])
+    if err is not None:
+        raise err
+    d = xp.abs(input - other)
+    if p == 0:
+        return xp.asarray(xp.count_nonzero(d), dtype=d.dtype)
+    if math.isinf(p):
+        return d.max(initial=0) if p > 0 else d.min(initial=math.inf)
+    with np.errstate(over="ignore"):
+        return xp.sum(d ** p) ** (1.0 / p) if p != 2 else xp.sqrt(xp.sum(d * d))
+
+
+# -- cross products -----------------------------------------------------------------
+
+
+def _cross_args(input: Tensor, other: Tensor, dim: int | None = None) -> tuple[tuple, dict]:
+    """``torch.cross``'s arguments: its default ``dim`` is the first of size 3 (deprecated, with
+    PyTorch's warning), where ``linalg.cross``'s is -1."""
+    if dim is None:
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\\nPlease either pass the "
+                      "dim explicitly or simply use torch.linalg.cross.\\nThe default value of dim will change to "
+                      "agree with that of linalg.cross in a future release.", UserWarning, stacklevel=3)
+        shape = np.broadcast_shapes(input.shape, other.shape) if broadcast_error([input.shape, other.shape]) is None \
+            else input.shape
+        if 3 not in shape:
+            raise RuntimeError("no dimension of size 3 in input")
+        dim = shape.index(3)
+    return (input, other), {"dim": dim}
+
+
+@defop(ref=lambda torch: torch.linalg.cross,
+       vjp=(lambda g, other, dim: _linalg_cross(other, g, dim=dim),
+            lambda g, input, dim: _linalg_cross(g, input, dim=dim)),
+       node="LinalgCrossBackward0",
+       samples=lambda rng: [((_r(rng, 4, 3), _r(rng, 4, 3)), {}), ((_r(rng, 3, 2), _r(rng, 3, 1)), {"dim": 0}),
+                            ((_r(rng, 1, 3), _r(rng, 2, 3)), {}), ((_r(rng, 0, 3), _r(rng, 1, 3)), {"dim": -1})])
+def _linalg_cross(xp, input, other, *, dim=-1):
+    """The cross product of 3-vectors along ``dim`` (``torch.linalg.cross``), broadcast."""
+    if input.ndim != other.ndim:
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    if input.dtype != other.dtype:
+        raise RuntimeError(f"expected scalar type {_legacy_name(input.dtype)} but found {_legacy_name(other.dtype)}")
+    err = broadcast_error([input.shape, other.shape])
+    if err is not None:
+        raise err
+    shape = np.broadcast_shapes(input.shape, other.shape)
+    d = _wrap_dim(dim, len(shape))
+    a, b = xp.broadcast_to(input, shape), xp.broadcast_to(other, shape)
+    if shape[d] != 3:
+        sizes = [t.shape[d - len(shape)] if t.ndim >= len(shape) - d else 1 for t in (input, other)]
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {sizes[0]} and {sizes[1]}")
+    return xp.cross(a, b, axis=d)
+
+
+linalg_cross = _linalg_cross
+
+
+def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
+    """``torch.cross``: the cross product along ``dim``, by default the first dimension of
+    size 3 (deprecated: ``linalg.cross`` takes the last)."""
+    args, attrs = _cross_args(input, other, dim)
+    return linalg_cross(*args, **attrs)
+
+
+# -- products built from products ----------------------------------------------------
+
+
+def inner(input: Tensor, other: Tensor) -> Tensor:
+    """Sum of products over the last dimension of both; a 0-d operand scales the other."""
+    if input.ndim == 0 or other.ndim == 0:
+        return input * other
+    k = input.shape[-1]
+    if other.shape[-1] != k:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
+                           f"{list(input.shape)} and {list(other.shape)}")
+    out = matmul(input.reshape(-1, k), other.reshape(-1, k).mT)
+    return out.reshape(*input.shape[:-1], *other.shape[:-1])
+
+
+def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:
+    """Contract ``a``'s dimensions ``dims[0]`` with ``b``'s ``dims[1]`` (an int ``n``: ``a``'s last ``n``
+    with ``b``'s first ``n``) as one matrix product."""
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        dims_a, dims_b = list(range(-dims, 0)), list(range(dims))
+    else:
+        dims_a, dims_b = ([d] if isinstance(d, int) else list(d) for d in dims)
+    if len(dims_a) != len(dims_b):
+        raise RuntimeError("both dimension lists should have same length")
+    wa = [_wrap_dim(d, a.ndim) for d in dims_a]
+    wb = [_wrap_dim(d, b.ndim) for d in dims_b]
+    for da, db, ia, ib in zip(dims_a, dims_b, wa, wb):
+        if a.shape[ia] != b.shape[ib]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[ia]} in dim {da} "
+                               f"and second has size {b.shape[ib]} in dim {db}")
+    free_a = [d for d in range(a.ndim) if d not in wa]
+    free_b = [d for d in range(b.ndim) if d not in wb]
+    k = math.prod(a.shape[d] for d in wa)
+    left = a.permute(*free_a, *wa).reshape(math.prod(a.shape[d] for d in free_a), k)
+    right = b.permute(*wb, *free_b).reshape(k, math.prod(b.shape[d] for d in free_b))
+    return mm(left, right).reshape(*(a.shape[d] for d in free_a), *(b.shape[d] for d in free_b))
+
+
+def _chain_order(shapes: Sequence[tuple[int, ...]]) -> list[list[int]]:
+    """The split points of the cheapest parenthesisation of a chain of matrices of ``shapes``
+    (the textbook dynamic programme, as ``multi_dot`` uses for three or more)."""
+    n = len(shapes)
+    p = [shapes[0][0]] + [s[1] for s in shapes]
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = math.inf  # type: ignore[call-overload]
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+                if c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+    return split
+
+
+def _chain(tensors: Sequence[Tensor], split: list[list[int]], i: int, j: int) -> Tensor:
+    if i == j:
+        return tensors[i]
+    k = split[i][j]
+    return mm(_chain(tensors, split, i, k), _chain(tensors, split, k + 1, j))
+
+
+# The C++ names PyTorch's multi_dot prints for dtypes.
+_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
+            "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+
+
+def multi_dot(tensors: Sequence[Tensor]) -> Tensor:
+    """The product of two or more matrices, multiplied in the cheapest order; the first may
+    be a row vector and the last a column vector given as 1-D tensors (``torch.linalg.multi_dot``)."""
+    n = len(tensors)
+    if n < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {n}")
+    first, last = tensors[0], tensors[-1]
+    for t, which in ((first, "first"), (last, "last")):
+        if t.ndim not in (1, 2):
+            raise RuntimeError(f"multi_dot(): the {which} tensor must be 1D or 2D but got {t.ndim}D")
+    for i, t in enumerate(tensors[1:-1], 1):
+        if t.ndim != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
+    for i, t in enumerate(tensors[1:], 1):
+        if t.dtype != first.dtype:
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
+                               f"{_C_NAMES.get(first.dtype.name, first.dtype.name)} and tensor {i} "
+                               f"{_C_NAMES.get(t.dtype.name, t.dtype.name)}")
+    mats = list(tensors)
+    if first.ndim == 1:
+        mats[0] = first.unsqueeze(0)
+    if last.ndim == 1:
+        mats[-1] = last.unsqueeze(-1)
+    for i in range(n - 1):
+        if mats[i].shape[1] != mats[i + 1].shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes {list(tensors[i].shape)} and "
+                               f"{list(tensors[i + 1].shape)} cannot be multiplied")
+    out = mm(mats[0], mats[1]) if n == 2 else _chain(mats, _chain_order([m.shape for m in mats]), 0, n - 1)
+    if first.ndim == 1:
+        out = out.squeeze(0)
+    if last.ndim == 1:
+        out = out.squeeze(-1)
+    return out
+
+
+def chain_matmul(*matrices: Tensor) -> Tensor:
+    """The product of matrices, in the cheapest order (deprecated: use ``linalg.multi_dot``)."""
+    warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
+                  "torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather than multiple "
+                  "parameters.", UserWarning, stacklevel=2)
+    if not matrices:
+        raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    for m in matrices:
+        if m.ndim != 2:
+            raise RuntimeError(f"Tensor dimension is {m.ndim}, expected 2 instead.")
+    if len(matrices) == 1:
+        return matrices[0].clone()
+    return multi_dot(matrices)
+
+
+def matrix_power(A: Tensor, n: int) -> Tensor:
+    """``A`` to the integer power ``n`` by repeated squaring; ``n < 0`` raises the inverse, ``n == 0``
+    gives identities (whose gradient is 0)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"linalg_matrix_power(): argument 'n' (position 2) must be int, not {type(n).__name__}")
+    _square("matrix_power", A._data)
+    if n == 0:
+        with _backends.on(A.device):
+            eye = _backends.array_module(A._data).eye(A.shape[-1], dtype=A._data.dtype)
+        return A.masked_fill(Tensor._make(np.ones((), bool)), 0) + Tensor._make(eye)  # A's graph, gradient 0
+    if n < 0:
+        A, n = inv(A), -n
+    if n == 1:
+        return A.clone()
+    result: Tensor | None = None
+    power = A
+    while True:  # over the bits of n: O(log n) products
+        if n & 1:
+            result = power if result is None else matmul(result, power)
+        n >>= 1
+        if not n:
+            return result  # type: ignore[return-value]  # n >= 2 had a bit set
+        power = matmul(power, power)
+
+
+ger = outer  # torch.ger: the deprecated name of outer
 
 
 # -- einsum -------------------------------------------------------------------------
@@ -370,13 +821,14 @@ def _solve_grad_A(g: Tensor, A: Tensor, out: Tensor) -> Tensor:
 
 
 @defop(ref=lambda torch: torch.linalg.solve, vjp=(_solve_grad_A, lambda g, A: _solve_grad_B(g, A)),
-       node="LinalgSolveExBackward0", to_float=True, work=_product_work,
+       node="LinalgSolveExBackward0", work=_product_work,
        samples=lambda rng: [((_r(rng, 3, 3) + 4 * np.eye(3), _r(rng, 3, 2)), {}),
                             ((_r(rng, 3, 3) + 4 * np.eye(3), _r(rng, 3)), {}),
                             ((_r(rng, 2, 3, 3) + 4 * np.eye(3), _r(rng, 2, 3, 4)), {}),
                             ((_r(rng, 2, 3, 3) + 4 * np.eye(3), _r(rng, 3, 1)), {})])
 def solve(xp, A, B):
     """The solution X of ``A @ X = B`` (``torch.linalg.solve``), batched and broadcast."""
+    _check_float("linalg.solve", A)
     _square("solve", A)
     if A.dtype != B.dtype:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
@@ -392,19 +844,64 @@ def solve(xp, A, B):
         if vector:
             return xp.linalg.solve(A, B[..., None])[..., 0]
         return xp.linalg.solve(A, B)
-    except np.linalg.LinAlgError:
-        raise RuntimeError("torch.linalg.solve: The solver failed because the input matrix is singular.") from None
+    except np.linalg.LinAlgError:  # on the error path only: which matrix, from the pivots
+        prefix, _ = first_failure(A.shape, lu_kernel(xp, A)[2]) or ("", 0)
+        raise LinAlgError(f"torch.linalg.solve: {prefix}The solver failed because the input matrix is "
+                          "singular.") from None
 
 
 @defop(ref=lambda torch: torch.linalg.inv, vjp=lambda g, out: -(out.mT @ g @ out.mT),
-       node="LinalgInvExBackward0", to_float=True, work=_product_work,
+       node="LinalgInvExBackward0", work=_product_work,
        samples=lambda rng: [((_r(rng, 3, 3) + 4 * np.eye(3),), {}), ((_r(rng, 2, 3, 3) + 4 * np.eye(3),), {}),
-                            ((_r(rng, 1, 1) + 3,), {})])
+                            ((_r(rng, 1, 1) + 3,), {}), ((_r(rng, 0, 2, 2),), {})])
 def inv(xp, A):
     """The inverse of a square matrix (or batch of them), ``torch.linalg.inv``."""
     _square("inv", A)
+    _check_float("linalg.inv", A)
     try:
         return xp.linalg.inv(A)
     except np.linalg.LinAlgError:
-        raise RuntimeError("linalg.inv: The diagonal element 1 is zero, the inversion could not be completed "
-                           "because the input matrix is singular.") from None
+        raise singular_error("linalg.inv", A, lu_kernel(xp, A)[2]) from None
+
+
+def singular_error(name: str, A: Any, info: Any) -> LinAlgError:
+    """PyTorch's error for inverting the singular matrices of ``A`` (``info``: the first zero
+    pivot of each, 1-based, or 0), naming the first failing matrix and pivot."""
+    prefix, k = first_failure(A.shape, info) or ("", 1)
+    return LinAlgError(f"{name}: {prefix}The diagonal element {k} is zero, the inversion could not be completed "
+                       "because the input matrix is singular.")
+
+
+# Note [LU in numpy]
+# ~~~~~~~~~~~~~~~~~~
+# numpy has no LU factorisation (its solve and inv call LAPACK's getrf inside
+# and keep the factors to themselves), and agrad has no SciPy.  ``lu_kernel``
+# is getrf's algorithm, partial pivoting by the largest magnitude in the
+# column: one pass per column, each vectorised over the whole batch and the
+# trailing block, so its Python loop runs min(m, n) times whatever the batch.
+# It gives PyTorch's pivots and factors (up to rounding, which may pick
+# another of two nearly equal pivots), and the ``info`` of its error messages:
+# the 1-based index of the first exactly zero pivot.
+def lu_kernel(xp: Any, A: Any) -> tuple[Any, Any, Any]:
+    """``(LU, pivots, info)`` of each matrix of ``A`` (``..., m, n``), as LAPACK's getrf:
+    ``LU`` holds U and the unit-diagonal L below it, ``pivots`` the 1-based rows swapped
+    with each row (int32), ``info`` the first zero pivot (1-based) or 0."""
+    *batch, m, n = A.shape
+    k = min(m, n)
+    LU = A.reshape(math.prod(batch), m, n).astype(A.dtype if A.dtype.kind == "f" else np.float64, copy=True)
+    rows = xp.arange(LU.shape[0])
+    pivots = xp.empty((LU.shape[0], k), dtype=np.int32)
+    info = xp.zeros(LU.shape[0], dtype=np.int32)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        for j in range(k):
+            p = j + xp.argmax(xp.abs(LU[:, j:, j]), axis=1)
+            pivots[:, j] = p + 1
+            row = LU[rows, j].copy()
+            LU[rows, j] = LU[rows, p]
+            LU[rows, p] = row
+            pivot = LU[:, j, j]
+            zero = pivot == 0
+            info = xp.where((info == 0) & zero, j + 1, info)
+            LU[:, j + 1:, j] /= xp.where(zero, 1, pivot)[:, None]
+            LU[:, j + 1:, j + 1:] -= LU[:, j + 1:, j, None] * LU[:, j, None, j + 1:]
+    return LU.reshape(*batch, m, n), pivots.reshape(*batch, k), info.reshape(batch)

@@ -16,7 +16,7 @@ from typing import Any
 
 from agrad._device import CPU
 from agrad._graph._anomaly import anomaly_enabled
-from agrad._graph._node import _FREED, Edge, Node, SavedTensor, input_meta, single_input_meta
+from agrad._graph._node import _FREED, Edge, Node, SavedTensor, _is_constant, input_meta, single_input_meta
 from agrad._ops._schema import (
     _SAVE_ATTR,
     _SAVE_INPUT,
@@ -220,6 +220,8 @@ class OpNode(Node):
                 return SavedTensor.undefined() if raw else None  # never saved, as before the free
             raise RuntimeError(_FREED)
         value = saved[i]
+        if type(value) is SavedTensor and value.tensor is not None and _is_constant(value.tensor):
+            value = value.tensor.item()  # a Python number (``x ** 2``'s exponent) as PyTorch's Scalar
         is_tensor = type(value) is SavedTensor or type(value) is tuple and value and type(value[0]) is SavedTensor
         if raw:
             if value is None:

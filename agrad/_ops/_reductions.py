@@ -19,8 +19,8 @@ from agrad._tensor import Tensor
 
 # The public names of this family (star-imported by ``agrad/__init__.py``).
 __all__ = ["sum", "mean", "log_softmax", "prod", "amax", "amin", "max", "min", "argmax", "argmin",
-           "var", "std", "logsumexp", "norm", "cumsum", "all", "any", "argsort", "isclose", "allclose", "var_mean",
-           "std_mean"]
+           "var", "std", "logsumexp", "norm", "cumsum", "all", "any", "argsort", "isclose", "allclose", "equal",
+           "var_mean", "std_mean"]
 
 # -- reductions -------------------------------------------------------------------
 
@@ -54,7 +54,7 @@ def sum(xp, input, *, dim=None, keepdim=False):  # noqa: A001 - mirrors torch.su
        samples=_reduce_samples)
 def mean(xp, input, *, dim=None, keepdim=False):
     """Mean over ``dim`` (all dimensions by default); floating inputs only."""
-    if input.dtype.kind != "f":
+    if not _dtype.is_floating_np(input.dtype):
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or "
             f"complex dtype. Got: {_dtype.from_numpy_dtype(input.dtype)}"
@@ -70,7 +70,7 @@ def mean(xp, input, *, dim=None, keepdim=False):
                             ((_r(rng, 2, 3, 4),), {"dim": -2})])
 def log_softmax(xp, input, *, dim):
     """``log(softmax(input, dim))``, computed stably (shifted by the max); floating inputs only."""
-    if input.dtype.kind != "f":
+    if not _dtype.is_floating_np(input.dtype):
         raise _softmax_not_implemented("log_softmax", input.dtype, input.ndim, dim)
     shifted = input - xp.max(input, axis=dim, keepdims=True)
     return shifted - xp.log(xp.sum(xp.exp(shifted), axis=dim, keepdims=True))
@@ -598,6 +598,16 @@ def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e
     return bool(isclose(input, other, rtol, atol, equal_nan).all())
 
 
+def equal(input: Tensor, other: Tensor) -> bool:
+    """Whether ``input`` and ``other`` have the same shape and elements (a Python
+    bool; NaN is unequal to itself; dtypes may differ, as in PyTorch)."""
+    for pos, (name, t) in enumerate((("input", input), ("other", other)), 1):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"equal(): argument '{name}' (position {pos}) must be Tensor, not {type(t).__name__}")
+    a, b = input._data, other._data
+    return a.shape == b.shape and bool((a == b).all())
+
+
 def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
              correction: float | None = None) -> tuple[Tensor, Tensor]:
     """``(var(input, dim), mean(input, dim))`` with the same ``correction`` and ``keepdim``."""
@@ -632,6 +642,6 @@ def _softmax_not_implemented(name: str, dtype: np.dtype, ndim: int, dim: int) ->
 
 def softmax(input: Tensor, dim: int) -> Tensor:
     """Normalised exponentials along ``dim``; floating inputs only."""
-    if input._data.dtype.kind != "f":
+    if not _dtype.is_floating_np(input._data.dtype):
         raise _softmax_not_implemented("softmax", input._data.dtype, input.ndim, dim)
     return exp(log_softmax(input, dim=dim))

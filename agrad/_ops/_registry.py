@@ -44,7 +44,12 @@ from agrad._ops._record import node_classes
 from agrad._ops._schema import REGISTRY, OpDef, Samples, _signature, build_opdef, identity
 from agrad._tensor import Tensor
 
-__all__ = ["OpDef", "defop", "apply", "identity", "REGISTRY"]
+__all__ = ["OpDef", "defop", "apply", "identity", "REGISTRY", "BOUND_METHODS"]
+
+# Every Tensor method an entry binds, and the op that binds it: two entries
+# (or an entry and a hand-written method, ``_methods.bind``) binding one name
+# would silently replace one another, so binding a name twice raises.
+BOUND_METHODS: dict[str, str] = {}
 
 
 def _public_function(name: str, inputs: tuple[str, ...], defaults: dict[str, Any],
@@ -106,6 +111,7 @@ def defop(
     saved_as: dict[str, str] | None = None,
     release: bool = False,
     split_rows: int | None = None,
+    opmath: bool = True,
 ) -> Callable[[Callable[..., Any]], Callable[..., Tensor]]:
     """Register the decorated forward as an op; return its public function.
 
@@ -141,6 +147,10 @@ def defop(
         split_rows: the input whose rows are the output's rows, if the forward
             may run in row blocks on several kernel threads (a matrix
             product's first factor; Note [Products in row blocks]).
+        opmath: compute half-precision inputs in float32 and round once (the
+            default; Note [Half precision computes in float32]); False for a
+            forward whose result depends on its input's dtype (``nan_to_num``'s
+            default replacements, ``nextafter``, random bounds).
     """
 
     def register(forward: Callable[..., Any]) -> Callable[..., Tensor]:
@@ -150,7 +160,7 @@ def defop(
         op = build_opdef(
             forward, signature, vjp=vjp, node=node, node_for=node_for, make_node_classes=node_classes, public=public,
             promote=promote, to_float=to_float, samples=samples, ref=ref, check=check, view=view, work=work,
-            saved_as=saved_as, release=release, split_rows=split_rows,
+            saved_as=saved_as, release=release, split_rows=split_rows, opmath=opmath,
         )
         bind(op)
         REGISTRY[op.name] = op
@@ -168,6 +178,10 @@ def _bind_methods(op: OpDef, methods: Sequence[str], rmethods: Sequence[str], in
     straight to ``apply``, skipping the public function's argument handling.
     """
     public, defaults = op.public, op.attrs
+    for m in (*methods, *rmethods, *inplace):
+        if m in BOUND_METHODS:
+            raise RuntimeError(f"Tensor.{m} is bound by both op {BOUND_METHODS[m]!r} and op {op.name!r}")
+        BOUND_METHODS[m] = op.name
     for m in methods:
         if direct and m.startswith("__") and len(op.inputs) == 2:
             setattr(Tensor, m, lambda self, other: apply(op, (self, other), defaults))

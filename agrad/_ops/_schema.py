@@ -101,6 +101,10 @@ class OpDef:
     split_rows: int | None = None
     # PyTorch's name of each entry of ``saved``: Note [Saved values by name].
     saved_names: tuple[str, ...] = ()
+    # Half-precision inputs compute in float32 (Note [Half precision computes
+    # in float32]); False for forwards whose result depends on the input's
+    # dtype itself (its range, its spacing, its random bounds).
+    opmath: bool = True
 
 
 # Every op's OpDef by name, filled by ``defop`` as the op modules are imported.
@@ -214,6 +218,7 @@ def build_opdef(
     saved_as: dict[str, str] | None,
     release: bool,
     split_rows: int | None,
+    opmath: bool = True,
 ) -> OpDef:
     """The ``OpDef`` of ``forward``, every derived field computed (the other
     arguments are ``defop``'s; see there).  ``signature`` is ``_signature(forward)``;
@@ -242,7 +247,7 @@ def build_opdef(
         vjp_args=vjp_args, edge_vjps=_EVERY_INPUT_DIFFERENTIABLE if variadic else vjps or (),
         edge_bits=_NO_MASK_BITS if variadic else tuple(1 << i for i in range(len(inputs))),
         node_cls=classes.get(names[0], Node), node_for=node_for, node_classes=classes, variadic=variadic,
-        view=view, work=work, release=release, split_rows=split_rows, saved_names=saved_names,
+        view=view, work=work, release=release, split_rows=split_rows, saved_names=saved_names, opmath=opmath,
     )
     for cls in op.node_classes.values():
         cls.op = op  # type: ignore[attr-defined]  # the class, not the OpDef: built before it, pointing at it

@@ -197,11 +197,13 @@ def clone(xp, input):
 @defop(ref=lambda torch: lambda x, dtype: x.to(dtype), check={"eps": 1e-3, "atol": 1e-4, "rtol": 1e-3},
        vjp=identity, node="ToCopyBackward0", samples=lambda rng: [((_r(rng, 3),), {"dtype": _dtype.float32})])
 def _to_dtype(xp, input, *, dtype):
-    """Cast to ``dtype``; the engine casts the gradient back (see GraphTask._complete)."""
-    return input.astype(dtype.np)
+    """Cast to ``dtype``; the engine casts the gradient back (see GraphTask._complete).
+    Values out of the target's range become inf silently, as in PyTorch."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return input.astype(dtype.np)
 
 
-@defop(vjp=lambda g: g * 0, node="FillBackward0", inplace=("fill_",))
+@defop(vjp=lambda g: g * 0, node="FillBackward0", inplace=("fill_",), opmath=False)
 def _filled(xp, input, *, value):
     """``input``'s shape and dtype filled with ``value`` (backs ``fill_``)."""
     if not isinstance(value, Tensor):  # Note [Checked scalar conversion]
@@ -229,12 +231,13 @@ def _index_arg(index: Any, dev: Any = CPU) -> Any:
 
 def _is_basic(index: Any) -> bool:
     items = index if isinstance(index, tuple) else (index,)
-    return all(i is None or i is Ellipsis or isinstance(i, (int, slice, np.integer)) for i in items)
+    return all(i is None or i is Ellipsis or isinstance(i, slice)
+               or (isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))) for i in items)
 
 
 @defop(view=True, ref=lambda torch: lambda x, index: x[index],
        vjp=lambda g, input_shape, index: _index_put_grad(g, shape=input_shape, index=index),
-       node="IndexBackward0", methods=("__getitem__",), saved_as={"index": "indices"},
+       node="IndexBackward0", saved_as={"index": "indices"},
        parse=lambda input, index: ((input,), {"index": _index_arg(index, input.device)}),
        samples=lambda rng: [((_r(rng, 4, 5), 1), {}), ((_r(rng, 4, 5), (slice(None), slice(1, None, 2))), {}),
                             ((_r(rng, 4, 5), (None, Ellipsis, 0)), {}),
@@ -258,6 +261,76 @@ def _index_put_grad(xp, grad, *, shape, index):
     else:
         xp.add.at(out, index, grad)
     return out
+
+
+@defop(view=True, ref=lambda torch: lambda x, dim, start, end, step: torch.ops.aten.slice(x, dim, start, end, step),
+       vjp=lambda g, input_shape, dim, start, end, step: _index_put_grad(
+           g, shape=input_shape, index=(slice(None),) * dim + (slice(start, end, step),)),
+       node="SliceBackward0",
+       samples=lambda rng: [((_r(rng, 4, 5),), {"dim": 0, "start": 1, "end": 3, "step": 1}),
+                            ((_r(rng, 4, 5),), {"dim": 1, "start": 0, "end": 5, "step": 2}),
+                            ((_r(rng, 4, 5),), {"dim": 0, "start": 4, "end": 4, "step": 1})])
+def _slice(xp, input, *, dim, start, end, step):
+    """``input[start:end:step]`` along ``dim`` (a view; the bounds already clamped)."""
+    return input[(slice(None),) * dim + (slice(start, end, step),)]
+
+
+@defop(view=True, ref=lambda torch: torch.ops.aten.alias, vjp=identity, node="AliasBackward0",
+       samples=_unary_samples())
+def _alias(xp, input):
+    """A view of all of ``input`` (``x[...]``, ``x[:, :]``)."""
+    return input[...]
+
+
+# Note [Basic indexing as PyTorch's chain]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# PyTorch applies a basic index item by item, left to right: an integer is a
+# ``select`` (SelectBackward0), a slice that is not the whole dimension a
+# ``slice`` (SliceBackward0), ``None`` an ``unsqueeze``; whole-dimension
+# slices and ``...`` record nothing, and an index that records nothing is an
+# ``alias`` -- except a lone slice, always a SliceBackward0.  ``x[0, 1:3]``
+# is thus SliceBackward0 -> SelectBackward0, and users see these names in
+# ``grad_fn`` and in graph pictures.  agrad builds the same chain of view ops;
+# an advanced index (tensors, lists, bools) is one ``_index`` (IndexBackward0).
+# The saved bounds are Python's ``slice.indices`` (clamped, non-negative),
+# where PyTorch keeps the raw ones.
+def _getitem(self: Tensor, index: Any) -> Tensor:
+    """``self[index]``: a chain of views for a basic index (Note [Basic
+    indexing as PyTorch's chain]), one ``_index`` for an advanced one."""
+    if not _is_basic(index):
+        return _index(self, index)
+    if index is Ellipsis:
+        return _alias(self)
+    items = index if isinstance(index, tuple) else (index,)
+    shape = self._data.shape
+    used = sum(1 for i in items if i is not None and i is not Ellipsis)
+    if used > len(shape):
+        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+    if sum(1 for i in items if i is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    t, dim, source_dim = self, 0, 0  # dim: in t; source_dim: in self, for errors
+    for i in items:
+        if i is None:
+            t = unsqueeze(t, dim)
+            dim += 1
+        elif i is Ellipsis:
+            skipped = len(shape) - used
+            dim, source_dim = dim + skipped, source_dim + skipped
+        elif isinstance(i, slice):
+            if i.step is not None and i.step <= 0:
+                raise ValueError("step must be greater than zero")
+            size = t._data.shape[dim]
+            start, end, step = i.indices(size)
+            if not (start == 0 and end == size and step == 1) or not isinstance(index, tuple):
+                t = _slice(t, dim=dim, start=start, end=max(start, end), step=step)
+            dim, source_dim = dim + 1, source_dim + 1
+        else:
+            size = t._data.shape[dim]
+            if not -size <= i < size:
+                raise IndexError(f"index {i} is out of bounds for dimension {source_dim} with size {size}")
+            t = select(t, dim, i)
+            source_dim += 1
+    return _alias(self) if t is self else t
 
 
 # -- methods that are spellings of the entries above ------------------------------

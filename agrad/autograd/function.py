@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from agrad import _dtype
 from agrad._backends import zeros
 from agrad._grad_mode import grad_enabled, no_grad
 from agrad._graph._node import _FREED, Edge, Node
@@ -283,7 +284,7 @@ def _connect(ctx: BackwardCFunction, outputs: Sequence[Any], dirty: Sequence[Ten
         if not isinstance(o, Tensor):
             continue
         is_dirty = _is_in(o, dirty)
-        if recording and o._data.dtype.kind == "f" and not _is_in(o, non_diff):
+        if recording and _dtype.is_floating_np(o._data.dtype) and not _is_in(o, non_diff):
             if is_dirty and o._base is not None:
                 rebase_view(o, o._alias(ctx, i))  # Note [CopySlices]
             else:

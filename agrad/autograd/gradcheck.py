@@ -59,16 +59,17 @@ def _numerical_jacobian(fn: Callable[..., Any], inputs: tuple[Any, ...], x: Tens
                         eps: float, which: Callable[[tuple[Any, ...]], list[Tensor]] = _differentiable_outputs,
                         ) -> list[np.ndarray]:
     """d(outputs)/d(x) by central differences, one (numel(x), numel(out)) block per output."""
-    flat = x._data.reshape(-1)  # a view: perturbing it perturbs x
-    jac = [np.zeros((flat.size, n)) for n in n_out]
+    data = x._data  # written through element by element: x may be non-contiguous, so no flat view of it
+    jac = [np.zeros((data.size, n)) for n in n_out]
     # Evaluated with grad mode on: gradgradcheck's function calls grad() inside.
-    for j in range(flat.size):
-        orig = flat[j].copy()
-        flat[j] = orig - eps
+    for j in range(data.size):
+        at = np.unravel_index(j, data.shape)  # row j: x's elements in C order, as the analytical Jacobian's
+        orig = data[at].copy()
+        data[at] = orig - eps
         minus = _outputs_at(fn, inputs, which)
-        flat[j] = orig + eps
+        data[at] = orig + eps
         plus = _outputs_at(fn, inputs, which)
-        flat[j] = orig
+        data[at] = orig
         for k, d in enumerate(_differences(minus, plus, eps, 2 * eps)):
             jac[k][j] = d
     return jac

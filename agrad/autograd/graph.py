@@ -16,11 +16,11 @@ from agrad._engine._graph_task import GraphTask
 from agrad._engine._options import engine_options
 from agrad._graph._hooks import RemovableHandle
 from agrad._graph._node import GradientEdge, Node, before_in_place
-from agrad._graph._saved_hooks import disable_saved_tensors_hooks, saved_tensors_hooks
+from agrad._graph._saved_hooks import disable_saved_tensors_hooks, save_on_cpu, saved_tensors_hooks
 from agrad._tensor import Tensor
 
 __all__ = ["Node", "GradientEdge", "get_gradient_edge", "increment_version", "register_multi_grad_hook",
-           "allow_mutation_on_saved_tensors", "engine_options", "saved_tensors_hooks",
+           "allow_mutation_on_saved_tensors", "engine_options", "saved_tensors_hooks", "save_on_cpu",
            "disable_saved_tensors_hooks", "get_admission_limit", "set_admission_limit"]
 
 

@@ -153,7 +153,7 @@ def test_norm_gradient_is_zero_at_zero(kw: dict) -> None:
 def test_vector_norm_orders(ord: float) -> None:
     a = np.random.default_rng(2).standard_normal((3, 4))
     _check(lambda x: agrad.linalg.vector_norm(x, ord, dim=1), lambda x: torch.linalg.vector_norm(x, ord, dim=1), a)
-    _check(lambda x: agrad.linalg.norm(x, ord), lambda x: torch.linalg.norm(x.reshape(-1), ord), a)
+    _check(lambda x: agrad.linalg.norm(x.reshape(-1), ord), lambda x: torch.linalg.norm(x.reshape(-1), ord), a)
 
 
 def test_cumsum_matches_torch() -> None:
