@@ -139,14 +139,14 @@ from agrad._ops._structure import *  # noqa: F403
 from agrad._repr import set_printoptions
 from agrad._size import Size
 from agrad._tensor import Tensor
+from agrad.nn import _toplevel
 from agrad.nn._distance import cdist
-from agrad.nn.functional import (  # the functions torch also has at top level
-    alpha_dropout,
+from agrad.nn._toplevel import *  # noqa: F403
+from agrad.nn.functional import (  # the functions torch also has at top level, with the same signature
     bilinear,
     celu,
     celu_,
     cosine_similarity,
-    feature_alpha_dropout,
     hardshrink,
     pairwise_distance,
     pdist,
@@ -195,13 +195,13 @@ __all__ = [
     "get_default_device", "numel", "is_floating_point", "is_complex", "is_nonzero", "is_same_size", "result_type",
     "typename", "is_storage",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode", "is_inference_mode_enabled",
-    "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "softmax", "is_tensor", "cdist", "alpha_dropout",
-    "bilinear", "celu", "celu_", "cosine_similarity", "feature_alpha_dropout", "hardshrink", "pairwise_distance",
+    "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "softmax", "is_tensor", "cdist",
+    "bilinear", "celu", "celu_", "cosine_similarity", "hardshrink", "pairwise_distance",
     "pdist", "prelu", "rrelu", "rrelu_", "selu", "selu_", "threshold", "threshold_",
     "get_num_threads", "set_num_threads", "get_num_interop_threads", "set_num_interop_threads", "cooperative",
     "autograd", "cuda", "linalg", "nn", "random", "utils",
 ] + [
     *_elementwise.__all__, *_linalg.__all__, *_reductions.__all__, *_shape.__all__, *_pointwise.__all__,
     *_sorting.__all__, *_scatter.__all__, *_structure.__all__, *_conv.__all__, *_pool.__all__,
-    *_decompositions.__all__, *_aliases.__all__, *_numeric.__all__,
+    *_decompositions.__all__, *_aliases.__all__, *_numeric.__all__, *_toplevel.__all__,
 ]

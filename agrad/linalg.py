@@ -50,7 +50,8 @@ from agrad._tensor import Tensor
 __all__ = ["LinAlgError", "vector_norm", "matrix_norm", "norm", "solve", "inv", "inv_ex", "det", "slogdet", "eigh",
            "eigvalsh", "svd", "svdvals", "qr", "cholesky", "cholesky_ex", "lu", "lu_factor", "lu_factor_ex", "lstsq",
            "pinv", "matrix_power", "matrix_exp", "matrix_rank", "cond", "cross", "vecdot", "multi_dot", "matmul",
-           "solve_triangular", "tensorinv", "tensorsolve", "vander", "diagonal", "solve_ex", "lu_solve", "householder_product"]
+           "solve_triangular", "tensorinv", "tensorsolve", "vander", "diagonal", "solve_ex",
+           "lu_solve", "householder_product"]
 
 
 def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:

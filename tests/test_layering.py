@@ -76,6 +76,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
         "agrad.nn._layers",
         "agrad.nn._losses",
         "agrad.nn._normalization",
+        "agrad.nn._toplevel",
     )),
     (4, "engine", (
         "agrad._engine*",
