@@ -127,10 +127,10 @@ from agrad._ops._conv import *  # noqa: F403
 from agrad._ops._decompositions import *  # noqa: F403
 from agrad._ops._elementwise import *  # noqa: F403
 from agrad._ops._linalg import *  # noqa: F403
-from agrad._ops._methods import bernoulli, normal, poisson
 from agrad._ops._numeric import *  # noqa: F403
 from agrad._ops._pointwise import *  # noqa: F403
 from agrad._ops._pool import *  # noqa: F403
+from agrad._ops._random import bernoulli, normal, poisson
 from agrad._ops._reductions import *  # noqa: F403
 from agrad._ops._scatter import *  # noqa: F403
 from agrad._ops._shape import *  # noqa: F403

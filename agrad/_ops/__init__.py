@@ -20,6 +20,7 @@ from agrad._ops import (  # noqa: F401
     _numeric,
     _pointwise,
     _pool,
+    _random,
     _reductions,
     _scatter,
     _shape,
