@@ -145,11 +145,47 @@ def test_gradcheck(op: OpDef, args: tuple, kwargs: dict, check: Callable[..., bo
         assert check(fn, inputs, **op.check)
 
 
+def _strided(a: np.ndarray) -> np.ndarray:
+    """``a``'s values in memory that is not C-contiguous where it can be:
+    column-major for two or more dimensions, every other element of a longer
+    array for one (a 0-d array, or one whose column-major layout is also
+    row-major, stays as it is)."""
+    if a.ndim >= 2:
+        return np.asfortranarray(a)
+    return np.repeat(a, 2)[::2] if a.ndim == 1 else a
+
+
+def _to_agrad_strided(args: tuple) -> list[Any]:
+    """As ``_to_agrad`` in float64, float arrays as leaves over non-contiguous memory."""
+    return [agrad.from_numpy(_strided(a.astype(np.float64))).requires_grad_() if _is_float_array(a) else v
+            for a, v in zip(args, _to_agrad(args, agrad.float64))]
+
+
+# The samples with a float input that non-contiguous memory changes.
+STRIDED_SAMPLES = [p for p in SAMPLES
+                   if any(_is_float_array(a) and not _strided(a).flags.c_contiguous for a in p.values[1])]
+
+
 @requires_torch
 @pytest.mark.parametrize(("op", "args", "kwargs"), SAMPLES)
 def test_matches_torch_float64(op: OpDef, args: tuple, kwargs: dict) -> None:
     """Values, dtype and (for differentiable ops) input gradients equal PyTorch's."""
-    ours = _to_agrad(args, agrad.float64)
+    _check_against_torch(op, args, kwargs, _to_agrad(args, agrad.float64))
+
+
+@requires_torch
+@pytest.mark.parametrize(("op", "args", "kwargs"), STRIDED_SAMPLES)
+def test_matches_torch_on_non_contiguous_inputs(op: OpDef, args: tuple, kwargs: dict) -> None:
+    """The same, with every float input a tensor over non-contiguous memory
+    (``view`` refuses such memory, as PyTorch's does)."""
+    if op.name == "view":
+        with pytest.raises(RuntimeError, match="view size is not compatible with input tensor's size and stride"):
+            op.public(*_to_agrad_strided(args), **kwargs)
+        return
+    _check_against_torch(op, args, kwargs, _to_agrad_strided(args))
+
+
+def _check_against_torch(op: OpDef, args: tuple, kwargs: dict, ours: list[Any]) -> None:
     theirs = _to_torch(args, torch.float64)
     out = op.public(*ours, **kwargs)
     expected = op.ref(torch)(*theirs, **_torch_kwargs(kwargs))
