@@ -75,7 +75,7 @@ class Tensor:
     __slots__ = (
         "_data", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_version_counter",
         "_accumulator", "_hooks", "_post_acc_hooks", "_retains_grad", "_base", "_view_fn", "_view_version",
-        "_multi_output", "_creation", "__weakref__",
+        "_multi_output", "_creation", "_reshapes", "__weakref__",
     )
     _data: Any  # a numpy (or CuPy) array
     _requires_grad: bool
@@ -94,6 +94,10 @@ class Tensor:
     _view_version: int
     _multi_output: str | None  # "Output <i> of <Op>" (Note [Multi-output views])
     _creation: str | None  # Note [Where a view was made]
+    # Non-views only, and only once changed by an in-place view op: (version, undo)
+    # per change, undo a ``_view_fn``-like pair back to the old geometry
+    # (Note [In-place view ops]).
+    _reshapes: tuple[tuple[int, tuple[Callable[[Any], Any], Callable[[Tensor], Tensor]]], ...]
 
     # numpy must defer to our reflected operators (ndarray * Tensor -> Tensor.__rmul__).
     __array_priority__ = 1000
@@ -363,6 +367,11 @@ class Tensor:
             creation = None
         self._version_counter = src._version_counter
         self._view_fn = view_fn
+        if src._base is not None and src._view_version != src._version_counter[0]:
+            # view_fn extends src's, which may predate a change of the base's
+            # geometry (Note [In-place view ops]).
+            self._view_version = src._view_version
+            self._follow_base_geometry()
         self._view_version = src._version_counter[0]
         self._creation = "no_grad" if not grad_enabled.get() else creation
 
@@ -383,16 +392,19 @@ class Tensor:
     def _refresh_view(self) -> None:
         if self._view_version == self._version_counter[0]:
             return
+        self._regenerate_view()
+
+    def _regenerate_view(self) -> None:
+        """Re-derive this view's ``grad_fn`` from its base's history now, whatever the
+        version says: after a rebase gave the base a new history (Note [CopySlices]).
+
+        Keeps ``_view_fn`` a replay from the base's current geometry first
+        (Note [In-place view ops]), then marks the view current."""
+        self._follow_base_geometry()
         self._view_version = self._version_counter[0]
         assert self._base is not None  # only views regenerate
         if self._base.requires_grad:
             self._set_grad_fn(*self._view_history())
-
-    def _regenerate_view(self) -> None:
-        """Re-derive this view's ``grad_fn`` from its base's history now, whatever the
-        version says: after a rebase gave the base a new history (Note [CopySlices])."""
-        self._view_version = -1  # stale: _refresh_view replays the view on the new base
-        self._refresh_view()
 
     def _view_history(self) -> tuple["Node | None", int]:
         """``(grad_fn, output_nr)`` of this view's op(s) replayed on its base's current history."""
@@ -404,6 +416,74 @@ class Tensor:
         with enable_grad():
             fresh = self._view_fn[1](base)
         return fresh._grad_fn, fresh._output_nr
+
+    # Note [In-place view ops]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~
+    # ``t_``, ``transpose_``, ``squeeze_``, ``unsqueeze_`` (``_inplace.
+    # change_view_in_place``) give a tensor a new shape over the same memory
+    # (same first element: they only permute dimensions or add/drop ones of
+    # size 1), bump its version and, when recorded, a new grad_fn (TBackward1
+    # ...): the tensor takes the array and node of the op's out-of-place form
+    # applied to it (``_change_geometry``).  Two kinds of replay must follow:
+    #
+    # * the tensor's own, if it is a view: its ``_view_fn`` is extended by the
+    #   op, so a later rebase or regeneration replays the new shape;
+    # * those of views made *of* it earlier, if it is a base: their ``_view_fn``
+    #   replays from the base's old geometry.  The base does not know its views,
+    #   so it logs the change instead, ``_reshapes``: (version after the change,
+    #   undo), undo mapping the new geometry back to the old (on arrays and
+    #   recorded, as ``_view_fn``).  A view's ``_view_fn`` replays from the base's
+    #   geometry as of ``_view_version``; each write of ``_view_version``
+    #   (``_become_view``, ``_regenerate_view``) first prefixes the undos of the
+    #   changes logged after it (``_follow_base_geometry``), as PyTorch's
+    #   as_strided replay, which addresses storage, needs no such step.
+    # A detached alias shares the version counter but not the geometry: its
+    # log is its own, as is every base's.
+    def _follow_base_geometry(self) -> None:
+        """Make this view's ``_view_fn`` replay from its base's current geometry, given
+        that it replays from the geometry as of ``_view_version`` (Note [In-place view ops])."""
+        base = self._base
+        assert base is not None  # only views replay
+        since = self._view_version
+        undos = [undo for version, undo in getattr(base, "_reshapes", ()) if version > since]
+        if not undos:
+            return
+        undos.reverse()  # the latest change is undone first
+        view_np, view_t = self._view_fn
+
+        def replay_np(arr: Any) -> Any:
+            for undo_np, _ in undos:
+                arr = undo_np(arr)
+            return view_np(arr)
+
+        def replay_t(t: "Tensor") -> "Tensor":
+            for _, undo_t in undos:
+                t = undo_t(t)
+            return view_t(t)
+
+        self._view_fn = (replay_np, replay_t)
+
+    def _change_geometry(self, data: Any, grad_fn: "Node | None", output_nr: int,
+                         step: tuple[Callable[[Any], Any], Callable[["Tensor"], "Tensor"]],
+                         undo: tuple[Callable[[Any], Any], Callable[["Tensor"], "Tensor"]]) -> None:
+        """Make this tensor, whose version an in-place view op has just bumped, hold
+        ``data`` (its own memory in the new shape) and, if the op was recorded,
+        ``grad_fn``; ``step`` is the op and ``undo`` its inverse, on arrays and
+        recorded.  Keeps the replays right: a view's ``_view_fn`` is extended by
+        ``step``, a base logs ``undo`` for its existing views (Note [In-place view ops])."""
+        self._data = data
+        if grad_fn is not None:
+            self._set_grad_fn(grad_fn, output_nr)  # Note [Hooks when grad_fn changes]
+        if self._base is None:
+            self._reshapes = getattr(self, "_reshapes", ()) + ((self._version_counter[0], undo),)
+            return
+        self._follow_base_geometry()
+        view_np, view_t = self._view_fn
+        step_np, step_t = step
+        self._view_fn = (lambda arr: step_np(view_np(arr)), lambda t: step_t(view_t(t)))
+        self._view_version = self._version_counter[0]
+        if grad_fn is None and self._base.requires_grad:  # not recorded (no_grad): re-derive in the new shape
+            self._set_grad_fn(*self._view_history())
 
     # Note [Hooks when grad_fn changes]
     # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~

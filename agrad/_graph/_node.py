@@ -522,5 +522,6 @@ class SavedTensor:
 
 def _forward_name(node: Node) -> str:
     """The forward op a node differentiates, as PyTorch's messages name it: its
-    name without ``Backward<n>`` (``SigmoidBackward0`` -> ``Sigmoid``)."""
-    return re.sub(r"Backward\d*$", "", node.name())
+    name without ``Backward`` and a trailing ``0`` (``SigmoidBackward0`` ->
+    ``Sigmoid``, ``TBackward1`` -> ``T1``)."""
+    return re.sub(r"Backward(\d*)$", lambda m: "" if m[1] == "0" else m[1], node.name())

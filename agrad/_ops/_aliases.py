@@ -1,11 +1,13 @@
 """PyTorch's other spellings of existing ops: the torch-level in-place
 functions (``torch.exp_``), torch-level forms of Tensor functions, the
 complex-number helpers that are no-ops on agrad's real tensors, a few
-operators, and the global flags agrad only stores and reports.
+operators, the in-place forms of view ops (``t_``, ``transpose_``,
+``squeeze_``...), and the global flags agrad only stores and reports.
 
 Nothing here computes anything of its own: each name calls an existing
-function or method (or, for ``angle``, is one small table entry), so its
-values, dtypes, errors and gradients are those of what it calls.
+function or method (or, for ``angle`` and the in-place view ops' nodes, is
+one small table entry), so its values, dtypes, errors and gradients are
+those of what it calls.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ import numpy as np
 from agrad import _dtype
 from agrad._grad_mode import grad_enabled
 from agrad._graph._anomaly import set_detect_anomaly
-from agrad._ops import _shape
+from agrad._ops import _shape, _structure
 from agrad._ops._common import _r, _zeros_on
-from agrad._ops._registry import defop
+from agrad._ops._inplace import Step, change_view_in_place
+from agrad._ops._registry import REGISTRY, defop
 from agrad._tensor import Tensor
 
 # The public names of this family (star-imported by ``agrad/__init__.py``).
@@ -318,6 +321,145 @@ def _complex(self: Tensor) -> complex:
     return complex(self.item())
 
 
+# -- in-place view ops ---------------------------------------------------------------------
+
+# Note [In-place view op nodes]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``x.t_()`` gives ``x`` its own memory transposed (Note [In-place view ops] in
+# ``_tensor``; the method is ``_inplace.change_view_in_place``).  Its node is
+# the out-of-place op's under the name PyTorch gives the in-place overload:
+# TBackward1, TransposeBackward1, SqueezeBackward3/4/5 (no dim, one dim, a
+# tuple), UnsqueezeBackward1.  Each entry below reuses its out-of-place
+# forward and is only that named node; each method also gives the array step
+# and its inverse, which keep the replays of views right.  ``swapaxes_`` and
+# ``swapdims_`` are ``transpose_``; there is no ``torch.t_`` (PyTorch has
+# none) and no ``as_strided_`` (agrad has no ``as_strided``).
+
+def _identity_array(arr: Any) -> Any:
+    return arr
+
+
+def _identity_tensor(t: Tensor) -> Tensor:
+    return t
+
+
+_NO_UNDO: Step = (_identity_array, _identity_tensor)
+
+
+@defop(view=True, vjp=lambda g: _structure.t(g), node="TBackward1", ref=lambda torch: lambda x: x.clone().t_(),
+       samples=lambda rng: [((_r(rng, 3, 4),), {}), ((_r(rng, 3),), {}), ((_r(rng),), {}), ((_r(rng, 0, 2),), {})])
+def _t_in_place(xp, input):
+    """``t`` recorded as ``t_``'s node (Note [In-place view op nodes])."""
+    return REGISTRY["t"].forward(xp, input)
+
+
+def _t_(self: Tensor) -> Tensor:
+    """``self`` transposed in place (a matrix; a vector or 0-d tensor keeps its
+    shape): shares its memory, returns ``self`` (Note [In-place view op nodes])."""
+    if self.ndim > 2:
+        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+    if self.ndim < 2:
+        return change_view_in_place(self, (_identity_array, _t_in_place), _NO_UNDO)
+    swap: Callable[[Any], Any] = lambda arr: arr.swapaxes(0, 1)  # noqa: E731
+    return change_view_in_place(self, (swap, _t_in_place), (swap, _structure.t))
+
+
+def _swap_grad(g: Tensor, dim0: int, dim1: int) -> Tensor:
+    return g.transpose(dim0, dim1) if g.ndim else g
+
+
+@defop(view=True, vjp=_swap_grad, node="TransposeBackward1",
+       ref=lambda torch: lambda x, dim0, dim1: x.clone().transpose_(dim0, dim1),
+       samples=lambda rng: [((_r(rng, 3, 4), 0, 1), {}), ((_r(rng, 2, 3, 4), 2, 0), {}), ((_r(rng), 0, 0), {}),
+                            ((_r(rng, 0, 3), 1, 0), {})])
+def _transpose_in_place(xp, input, *, dim0, dim1):
+    """``transpose`` (dims wrapped) recorded as ``transpose_``'s node (Note [In-place view op nodes])."""
+    return REGISTRY["transpose"].forward(xp, input, dim0=dim0, dim1=dim1) if input.ndim else input[...]
+
+
+def _dim_arg(name: str, arg: str, position: int, dim: Any) -> int:
+    """``dim`` as an int, or PyTorch's TypeError naming the op and argument."""
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"{name}(): argument '{arg}' (position {position}) must be int, not {type(dim).__name__}")
+    return int(dim)
+
+
+def _transpose_(self: Tensor, dim0: int, dim1: int) -> Tensor:
+    """``self`` with dimensions ``dim0`` and ``dim1`` swapped, in place (shares its
+    memory, returns ``self``; Note [In-place view op nodes])."""
+    d0 = _shape._wrap_dim(_dim_arg("transpose_", "dim0", 1, dim0), self.ndim)
+    d1 = _shape._wrap_dim(_dim_arg("transpose_", "dim1", 2, dim1), self.ndim)
+    step_t = lambda t: _transpose_in_place(t, d0, d1)  # noqa: E731
+    if d0 == d1:
+        return change_view_in_place(self, (_identity_array, step_t), _NO_UNDO)
+    swap: Callable[[Any], Any] = lambda arr: arr.swapaxes(d0, d1)  # noqa: E731
+    return change_view_in_place(self, (swap, step_t), (swap, lambda t: _shape.transpose(t, d0, d1)))
+
+
+def _swapaxes_(self: Tensor, axis0: int, axis1: int) -> Tensor:
+    """``transpose_`` under numpy's name and argument names."""
+    return _transpose_(self, axis0, axis1)
+
+
+def _squeeze_node(dim: Any = None) -> str:
+    return "SqueezeBackward3" if dim is None else "SqueezeBackward4" if isinstance(dim, int) else "SqueezeBackward5"
+
+
+def _squeeze_in_place_ref(torch: Any) -> Callable[..., Any]:
+    return lambda x, dim=None: x.clone().squeeze_() if dim is None else x.clone().squeeze_(dim)
+
+
+@defop(view=True, vjp=lambda g, input_shape: g.reshape(input_shape),
+       node=("SqueezeBackward3", "SqueezeBackward4", "SqueezeBackward5"), node_for=_squeeze_node,
+       ref=_squeeze_in_place_ref,
+       samples=lambda rng: [((_r(rng, 3, 1, 4),), {}), ((_r(rng, 3, 1),), {"dim": -1}), ((_r(rng, 3, 2),), {"dim": 1}),
+                            ((_r(rng, 1, 2, 1),), {"dim": (0, 2)}), ((_r(rng),), {"dim": 0}),
+                            ((_r(rng, 0, 1),), {})])
+def _squeeze_in_place(xp, input, *, dim=None):
+    """``squeeze`` recorded as ``squeeze_``'s node (Note [In-place view op nodes])."""
+    return REGISTRY["squeeze"].forward(xp, input, dim=dim)
+
+
+def _squeeze_(self: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
+    """``self`` without its dimensions of size one (only those of ``dim`` if given;
+    none if they are not of size one), in place: shares its memory, returns
+    ``self``, and is recorded (and bumps the version) even when nothing is
+    dropped, as in PyTorch (Note [In-place view op nodes])."""
+    shape = tuple(self.shape)
+    if dim is None:
+        drop = [i for i, s in enumerate(shape) if s == 1]
+    else:
+        dims = (dim,) if not isinstance(dim, Sequence) else tuple(dim)
+        wrapped = {_shape._wrap_dim(_dim_arg("squeeze_", "dim", 1, d), self.ndim) for d in dims}
+        drop = sorted(d for d in wrapped if shape and shape[d] == 1)
+        dim = _dim_arg("squeeze_", "dim", 1, dim) if not isinstance(dim, Sequence) else tuple(dims)
+    step_t = lambda t: _squeeze_in_place(t, dim=dim)  # noqa: E731
+    if not drop:
+        return change_view_in_place(self, (_identity_array, step_t), _NO_UNDO)
+    axes = tuple(drop)
+    restore = tuple(None if i in axes else slice(None) for i in range(len(shape)))
+    return change_view_in_place(self, (lambda arr: arr.squeeze(axis=axes), step_t),
+                                (lambda arr: arr[restore], lambda t: t.view(shape)))
+
+
+@defop(view=True, vjp=lambda g, input_shape: g.reshape(input_shape), node="UnsqueezeBackward1",
+       ref=lambda torch: lambda x, dim: x.clone().unsqueeze_(dim),
+       samples=lambda rng: [((_r(rng, 3, 4), 1), {}), ((_r(rng, 3), -1), {}), ((_r(rng), 0), {}),
+                            ((_r(rng, 0, 2), 2), {})])
+def _unsqueeze_in_place(xp, input, *, dim):
+    """``unsqueeze`` recorded as ``unsqueeze_``'s node (Note [In-place view op nodes])."""
+    return REGISTRY["unsqueeze"].forward(xp, input, dim=dim)
+
+
+def _unsqueeze_(self: Tensor, dim: int) -> Tensor:
+    """``self`` with a dimension of size one inserted at ``dim``, in place (shares
+    its memory, returns ``self``; Note [In-place view op nodes])."""
+    d = _shape._wrap_dim(_dim_arg("unsqueeze_", "dim", 1, dim), self.ndim + 1)
+    insert = (slice(None),) * d + (None,)
+    return change_view_in_place(self, (lambda arr: arr[insert], lambda t: _unsqueeze_in_place(t, d)),
+                                (lambda arr: arr.squeeze(axis=d), lambda t: _shape.squeeze(t, d)))
+
+
 # -- global flags --------------------------------------------------------------------------
 
 # Note [Global flags]
@@ -457,4 +599,10 @@ METHODS: dict[str, Any] = {
     "__contains__": _contains,
     "__reversed__": _reversed,
     "__complex__": _complex,
+    "t_": _t_,
+    "transpose_": _transpose_,
+    "swapdims_": _transpose_,
+    "swapaxes_": _swapaxes_,
+    "squeeze_": _squeeze_,
+    "unsqueeze_": _unsqueeze_,
 }

@@ -9,6 +9,11 @@ node.  When ``t`` is a view, the op's input is a fresh replay of the view
 (:func:`view_source`) and the base is rebased onto a CopySlices node
 (:func:`rebase_view`; Note [CopySlices] in ``_views``, which holds the op).
 A custom Function's ``mark_dirty`` uses the same checks and rebase.
+
+:func:`change_view_in_place` is the in-place form of a view op (``t_``,
+``squeeze_``...): the same checks, but nothing is written and nothing rebased;
+the tensor takes the view's shape instead (Note [In-place view ops] in
+``_tensor``).
 """
 
 from __future__ import annotations
@@ -27,7 +32,13 @@ from agrad._ops._record import record
 from agrad._ops._schema import REGISTRY
 from agrad._tensor import Tensor
 
-__all__ = ["check_recorded_view_write", "check_view_write", "inplace_method", "rebase_view", "view_source"]
+__all__ = [
+    "change_view_in_place", "check_recorded_view_write", "check_view_write", "inplace_method", "rebase_view",
+    "view_source",
+]
+
+# A replay step: on arrays, and recorded on tensors (as a view's ``_view_fn``).
+Step = tuple[Callable[[Any], Any], Callable[[Tensor], Tensor]]
 
 _ndarray = np.ndarray
 
@@ -85,6 +96,40 @@ def inplace_method(fn: Callable[..., Tensor], name: str) -> Callable[..., Tensor
 
     method.__name__ = name
     return method
+
+
+def change_view_in_place(self: Tensor, step: Step, undo: Step) -> Tensor:
+    """``self`` changed in place by a view op: ``step`` is the op (its tensor form
+    the recorded in-place entry, TBackward1...), ``undo`` its inverse.
+
+    Refused where any in-place op is (a leaf that requires grad, an inference
+    tensor, a view of such a leaf or a multi-output view, a view made in
+    no_grad mode); then ``self`` takes the array and node of ``step`` applied
+    to it and its version is bumped, so values saved from it before are
+    stale, as in PyTorch.  Returns ``self``.  See Note [In-place view ops]."""
+    recording = grad_enabled.get()
+    if recording and self._grad_fn is None and self._requires_grad:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    self._check_inplace_allowed()  # Note [Inference tensors]
+    base = self._base
+    if recording and base is not None:
+        self._refresh_view()
+        check_view_write(self)
+    src = self
+    if recording and base is not None and self._grad_fn is None:
+        # A view made in no_grad mode has no grad_fn of its own: the op's input is
+        # its replay on the base's history, as ``view_source`` gives any in-place
+        # op, so that the check below refuses it as PyTorch does.
+        src = Tensor._make(self._data, *self._view_history())
+    result = step[1](src)  # validates the arguments before anything changes
+    if recording and base is not None and result._grad_fn is not None:
+        check_recorded_view_write(self)
+    mutating = before_in_place.get()
+    if mutating is not None:
+        mutating(self)  # Note [Mutation of saved tensors]
+    self._bump_version()
+    self._change_geometry(result._data, result._grad_fn, result._output_nr, step, undo)
+    return self
 
 
 def rebase_view(view: Tensor, value: Tensor) -> None:

@@ -137,7 +137,15 @@ REQUIRED: dict[str, set[str]] = {
 }
 
 # Names the surface issue asks for that agrad does not have yet, with why.
-PENDING: dict[str, dict[str, str]] = {}
+_COMPLEX = ("complex dtypes are not in agrad yet: PyTorch's conjugate-Wirtinger gradients need every op to "
+            "declare whether it is holomorphic, the engine to route complex gradients to real inputs by their real "
+            "part, gradcheck to perturb both parts, and the printer to format them; a change of its own")
+_SAVE_LOAD = ("agrad.save/agrad.load come with agrad.nn's state dicts (issue 18), which fixes their format: "
+              "safetensors for tensors, JSON for the rest, never pickle")
+PENDING: dict[str, dict[str, str]] = {
+    "torch.* factories and utilities": {"save": _SAVE_LOAD, "load": _SAVE_LOAD},
+    "dtypes": {"complex64": _COMPLEX, "complex128": _COMPLEX, "cfloat": _COMPLEX, "cdouble": _COMPLEX},
+}
 
 
 def coverage(torch: Any) -> list[tuple[str, int, int, list[str]]]:
