@@ -102,6 +102,33 @@ def _quiet(fn):
     return quiet
 
 
+# Note [Positive NaN]
+# ~~~~~~~~~~~~~~~~~~~
+# numpy's log, log2 and sqrt of a negative number give a NaN with the sign bit
+# set (the x86 default NaN); PyTorch's have it clear (its log1p and rsqrt keep
+# it set, as numpy's).  ``_quiet_nan`` silences the op as ``_quiet`` does and
+# asks numpy to report an invalid operation to a callback: only an output
+# whose computation made a NaN is scanned to clear the bit, so valid inputs
+# pay no extra pass (NaN inputs propagate with their own sign and report
+# nothing, as in PyTorch).  CuPy reports nothing; CUDA's NaN is positive.
+
+
+def _quiet_nan(fn):
+    """``_quiet``, and NaNs made by the op get their sign bit clear (Note [Positive NaN])."""
+
+    def quiet(xp: Any, *args: Any, **kwargs: Any) -> Any:
+        invalid: list[int] = []
+        with np.errstate(all="ignore", invalid="call", call=lambda err, flag: invalid.append(flag)):
+            out = fn(xp, *args, **kwargs)
+        if invalid:
+            out = xp.where(xp.isnan(out), xp.abs(out), out)
+        return out
+
+    quiet.__name__ = fn.__name__
+    quiet.__doc__ = fn.__doc__
+    quiet.__wrapped__ = fn
+    return quiet
+
 
 def _is_bool(x: Any) -> bool:
     return isinstance(x, bool) or (isinstance(x, Tensor) and x.dtype is _dtype.bool)

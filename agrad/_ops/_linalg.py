@@ -690,37 +690,97 @@ ger = outer  # torch.ger: the deprecated name of outer
 # -- einsum -------------------------------------------------------------------------
 
 
-def _parse_equation(equation: str, n: int) -> tuple[list[str], str]:
+# Note [einsum subscripts]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# ``_einsum_plan`` turns PyTorch's equation into explicit letters, so that
+# numpy's einsum and the gradient (``_einsum_grad``, itself an einsum) see no
+# ellipsis and no broadcasting:
+# * an ellipsis becomes fresh letters, one per dimension it covers, right
+#   aligned across the operands (an operand covering fewer dims takes the last
+#   letters), and stands for all of them in the output (first, when the
+#   equation has no ``->``), as numpy's broadcasting;
+# * a dimension of size 1 under a letter that another operand gives a larger
+#   size is broadcast, as PyTorch does: that operand's array is reshaped
+#   without it and its subscripts drop the letter (einsum then repeats it
+#   along that letter).  Its gradient, computed in the dropped subscripts, is
+#   reshaped back to the operand's shape.
+# Other size mismatches get PyTorch's errors.
+
+
+def _einsum_plan(equation: str, shapes: Sequence[tuple[int, ...]]
+                 ) -> tuple[list[str], str, dict[str, int]]:
+    """``(subs, rhs, sizes)``: each operand's subscripts with broadcast size-1
+    dims dropped, the output's, and each letter's size (Note [einsum subscripts])."""
     eq = equation.replace(" ", "")
-    if "." in eq:
-        raise NotImplementedError("einsum(): ellipsis ('...') is not supported by agrad")
     lhs, arrow, rhs = eq.partition("->")
     subs = lhs.split(",")
+    n = len(shapes)
     if len(subs) != n:
         which = "fewer" if n < len(subs) else "more"
         raise RuntimeError(f"einsum(): {which} operands were provided than specified in the equation")
-    for s in subs + [rhs]:
-        if not all(c.isalpha() for c in s):
-            raise RuntimeError(f"einsum(): invalid subscript given in equation {equation!r}")
-    if not arrow:
+    for k, s in enumerate(subs):
+        rest = s.replace("...", "", 1)
+        if "." in rest:
+            found = "for which an ellipsis was already found" if "..." in s else "that is not part of any ellipsis"
+            raise RuntimeError(f"einsum(): found '.' for operand {k} {found}")
+    for i, c in enumerate(equation):
+        in_arrow = equation[i:i + 2] == "->" or equation[i - 1:i + 1] == "->"
+        if not (c.isascii() and c.isalpha() or c in " ,." or in_arrow):
+            raise RuntimeError(f"einsum(): invalid subscript given at index {i} in the equation string, "
+                               "subscripts must be in [a-zA-Z]")
+    unused = [c for c in "ZYXWVUTSRQPONMLKJIHGFEDCBAzyxwvutsrqponmlkjihgfedcba" if c not in eq]
+    covered = [len(shape) - len(s) + 3 for s, shape in zip(subs, shapes) if "..." in s]
+    ell = "".join(unused[:max(covered, default=0)])[::-1]
+    full = []
+    for k, (s, shape) in enumerate(zip(subs, shapes)):
+        if "..." in s:
+            if len(s) - 3 > len(shape):
+                raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(s) - 3}) is more "
+                                   f"than the number of dimensions ({len(shape)}) for operand {k}")
+            s = s.replace("...", ell[len(ell) - (len(shape) - len(s) + 3):])
+        elif len(s) != len(shape):
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(s)}) does not match "
+                               f"the number of dimensions ({len(shape)}) for operand {k} and no ellipsis was given")
+        full.append(s)
+    if arrow:
+        rhs = rhs.replace("...", ell)
+    else:
         letters = "".join(subs)
-        rhs = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
-    return subs, rhs
+        rhs = ell + "".join(sorted(c for c in set(letters) if c.isalpha() and letters.count(c) == 1))
+    sizes: dict[str, int] = {}
+    for k, (s, shape) in enumerate(zip(full, shapes)):
+        own: dict[str, int] = {}
+        for c, m in zip(s, shape):
+            if own.setdefault(c, m) != m:
+                raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {k} but the sizes don't match, "
+                                   f"{m} != {own[c]}")
+            seen = sizes.setdefault(c, m)
+            if seen != m and 1 not in (seen, m) and c in ell:
+                raise RuntimeError(f"einsum(): dimension {s.index(c)} covered by ellipsis in operand {k}has size {m} "
+                                   f"which does not broadcast with previously seen ellipsis with size {seen} for the "
+                                   "respective dimension")  # sic: PyTorch's message lacks the space
+            if seen != m and 1 not in (seen, m):
+                raise RuntimeError(f"einsum(): subscript {c} has size {m} for operand {k} which does not broadcast "
+                                   f"with previously seen size {seen}")
+            sizes[c] = seen if m == 1 else m
+    kept = ["".join(c for c, m in zip(s, shape) if m == sizes[c]) for s, shape in zip(full, shapes)]
+    return kept, rhs, sizes
 
 
 def _einsum_grad(g: Tensor, tensors: tuple[Tensor, ...], equation: str) -> list[Tensor]:
     """The gradient of operand k is an einsum of the incoming gradient with the
     other operands, written into operand k's subscripts: a letter repeated in
     them (a diagonal) goes through an identity, a letter summed away by operand
-    k alone through a vector of ones (both constants, made on ``g``'s device)."""
+    k alone through a vector of ones (both constants, made on ``g``'s device).
+    Subscripts are ``_einsum_plan``'s (Note [einsum subscripts])."""
     dt, dev = g._data.dtype, g.device
-    subs, rhs = _parse_equation(equation, len(tensors))
-    sizes = {c: t.shape[i] for t, s in zip(tensors, subs) for i, c in enumerate(s)}
+    subs, rhs, sizes = _einsum_plan(equation, [t.shape for t in tensors])
+    kept = [_kept(t, s, sizes) for t, s in zip(tensors, subs)]
     free = [chr(c) for c in range(ord("A"), ord("Z") + 1)] + [chr(c) for c in range(ord("a"), ord("z") + 1)]
     free = [c for c in free if c not in sizes]
     grads = []
     for k, target in enumerate(subs):
-        operands = [g] + [t for j, t in enumerate(tensors) if j != k]
+        operands = [g] + [t for j, t in enumerate(kept) if j != k]
         in_subs = [rhs] + [s for j, s in enumerate(subs) if j != k]
         available = set("".join(in_subs))
         out_subs = ""
@@ -740,14 +800,24 @@ def _einsum_grad(g: Tensor, tensors: tuple[Tensor, ...], equation: str) -> list[
                 operands.append(Tensor._make(_backends.full((sizes[c],), 1, dt, dev)))
                 in_subs.append(c)
                 available.add(c)
-        grads.append(einsum(",".join(in_subs) + "->" + out_subs, *operands))
+        grad = einsum(",".join(in_subs) + "->" + out_subs, *operands)
+        grads.append(grad if grad.shape == tensors[k].shape else grad.reshape(tensors[k].shape))
     return grads
+
+
+def _kept(t: Any, sub: str, sizes: dict[str, int]) -> Any:
+    """Operand ``t`` (a Tensor or an array) without its broadcast size-1 dims."""
+    return t if t.ndim == len(sub) else t.reshape(tuple(sizes[c] for c in sub))
 
 
 _EINSUM_SAMPLES = [("ij,jk->ik", (2, 3), (3, 4)), ("bij,bjk->bik", (2, 2, 3), (2, 3, 4)), ("i,i->", (4,), (4,)),
                    ("ij->ji", (2, 3)), ("ii->i", (3, 3)), ("ij->", (2, 3)), ("bi,bi->b", (3, 4), (3, 4)),
                    ("i,j->ij", (3,), (4,)), ("ii", (3, 3)), ("ij,jk", (2, 3), (3, 2)),
-                   ("ij,j,k->ik", (2, 3), (3,), (2,))]
+                   ("ij,j,k->ik", (2, 3), (3,), (2,)),
+                   # ellipses, broadcast against each other, and size-1 broadcasting (Note [einsum subscripts])
+                   ("...ij,...jk->...ik", (2, 1, 2, 3), (3, 3, 2)), ("...i,...i", (2, 3), (4, 1, 3)),
+                   ("i...->...", (2, 3, 4)), ("...->...", ()), ("b...,b...->b", (2, 3), (2, 3)),
+                   ("ij,ij->ij", (2, 3), (1, 3)), ("...ii->...i", (2, 3, 3)), ("i...j,j->i", (2, 0, 3), (3,))]
 
 
 @defop(ref=lambda torch: torch.einsum, vjp=_einsum_grad, node="EinsumBackward0", promote=True,
@@ -756,40 +826,13 @@ _EINSUM_SAMPLES = [("ij,jk->ik", (2, 3), (3, 4)), ("bij,bjk->bik", (2, 2, 3), (2
            {"equation": equation}),
        samples=lambda rng: [((eq, *(_r(rng, *s) for s in shapes)), {}) for eq, *shapes in _EINSUM_SAMPLES])
 def _einsum(xp, *tensors, equation):
-    """Einstein summation over the operands' subscripts (no ellipsis)."""
-    subs, rhs = _parse_equation(equation, len(tensors))
-    sizes: dict[str, int] = {}
-    for k, (t, s) in enumerate(zip(tensors, subs)):
-        if len(s) != t.ndim:
-            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(s)}) does not match "
-                               f"the number of dimensions ({t.ndim}) for operand {k} and no "
-                               "ellipsis was given")
-        own: dict[str, int] = {}
-        for c, n in zip(s, t.shape):
-            if own.setdefault(c, n) != n:
-                raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {k} but the sizes don't match, "
-                                   f"{n} != {own[c]}")
-            if sizes.setdefault(c, n) != n:
-                raise _einsum_size_error(c, n, k, sizes[c])
-    return xp.einsum(",".join(subs) + "->" + rhs, *tensors)
+    """Einstein summation over the operands' subscripts, with PyTorch's ellipsis
+    and broadcasting (Note [einsum subscripts])."""
+    subs, rhs, sizes = _einsum_plan(equation, [t.shape for t in tensors])
+    return xp.einsum(",".join(subs) + "->" + rhs, *(_kept(t, s, sizes) for t, s in zip(tensors, subs)))
 
 
 einsum = _einsum
-
-
-# Note [einsum without broadcasting]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# PyTorch broadcasts a subscript of size 1 against the same subscript of
-# another size (``einsum('i,i->i', ones(1), ones(3))``).  agrad's einsum and
-# its gradient (``_einsum_grad``) assume one size per subscript, so agrad
-# refuses that case; sizes that would not broadcast in PyTorch either get
-# PyTorch's message.
-def _einsum_size_error(c: str, n: int, k: int, seen: int) -> RuntimeError:
-    if n == 1 or seen == 1:
-        return RuntimeError(f"einsum(): subscript {c} has size {n} for operand {k} and size {seen} for an earlier "
-                            "one: agrad does not broadcast einsum subscripts of size 1")
-    return RuntimeError(f"einsum(): subscript {c} has size {n} for operand {k} which does not broadcast with "
-                        f"previously seen size {seen}")
 
 
 # -- torch.linalg -------------------------------------------------------------------

@@ -283,6 +283,7 @@ METHODS: dict[str, Any] = {
     "cpu": _shape._cpu,
     "cuda": _shape._cuda,
     "zero_": _shape._zero_,
+    "fill_": _shape._fill_,
     "float": _to_dtype(_dtype.float32),
     "double": _to_dtype(_dtype.float64),
     "half": _to_dtype(_dtype.float16),

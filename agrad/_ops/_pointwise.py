@@ -34,6 +34,7 @@ import numpy as np
 from agrad import _dtype
 from agrad._ops._common import _is_bool, _pos, _quiet, _r, _unary_samples
 from agrad._ops._elementwise import (
+    _erf_erfc,
     _kinks,
     _off_integers,
     _zeros,
@@ -98,61 +99,6 @@ def _polyval(xp: Any, coeffs: tuple[float, ...], x: Any) -> Any:
     for c in coeffs[1:]:
         out = out * x + c
     return out
-
-
-# W. J. Cody's rational approximations of erf and erfc (CALERF, netlib
-# specfun, 1969-1990): relative error below 1e-16 on each of three regions.
-_CODY_A = (3.16112374387056560e00, 1.13864154151050156e02, 3.77485237685302021e02, 3.20937758913846947e03,
-           1.85777706184603153e-1)
-_CODY_B = (2.36012909523441209e01, 2.44024637934444173e02, 1.28261652607737228e03, 2.84423683343917062e03)
-_CODY_C = (5.64188496988670089e-1, 8.88314979438837594e00, 6.61191906371416295e01, 2.98635138197400131e02,
-           8.81952221241769090e02, 1.71204761263407058e03, 2.05107837782607147e03, 1.23033935479799725e03,
-           2.15311535474403846e-8)
-_CODY_D = (1.57449261107098347e01, 1.17693950891312499e02, 5.37181101862009858e02, 1.62138957456669019e03,
-           3.29079923573345963e03, 4.36261909014324716e03, 3.43936767414372164e03, 1.23033935480374942e03)
-_CODY_P = (3.05326634961232344e-1, 3.60344899949804439e-1, 1.25781726111229246e-1, 1.60837851487422766e-2,
-           6.58749161529837803e-4, 1.63153871373020978e-2)
-_CODY_Q = (2.56852019228982242e00, 1.87295284992346047e00, 5.27905102951428412e-1, 6.05183413124413191e-2,
-           2.33520497626869185e-3)
-_RSQRT_PI = 0.5641895835477562869480794515607725858440
-
-
-def _cody_num(coeffs: tuple[float, ...], y: Any) -> Any:
-    # Cody's numerators: the last coefficient leads, the first ones follow.
-    out = coeffs[-1] * y
-    for c in coeffs[:-2]:
-        out = (out + c) * y
-    return out + coeffs[-2]
-
-
-def _cody_den(coeffs: tuple[float, ...], y: Any) -> Any:
-    # and denominators: monic, the other coefficients in order.
-    out = y
-    for c in coeffs[:-1]:
-        out = (out + c) * y
-    return out + coeffs[-1]
-
-
-def _erf_erfc(xp: Any, x: Any) -> tuple[Any, Any]:
-    """``(erf(x), erfc(x))`` of a float64 array, each to full relative precision
-    (erfc too, far in its tail, where ``1 - erf`` would be 0)."""
-    y = xp.abs(x)
-    # |x| <= 0.46875: erf by a rational function of x**2
-    ysq = y * y
-    erf_small = x * _cody_num(_CODY_A, ysq) / _cody_den(_CODY_B, ysq)
-    # 0.46875 < |x| <= 4: erfc(|x|) = exp(-x**2) R(|x|); |x| > 4: exp(-x**2) / |x| (1/sqrt(pi) - z P(z)), z = 1/x**2
-    mid = _cody_num(_CODY_C, y) / _cody_den(_CODY_D, y)
-    z = 1 / ysq
-    tail = (_RSQRT_PI - z * _cody_num(_CODY_P, z) / _cody_den(_CODY_Q, z)) / y
-    # exp(-x**2) as exp(-s**2) exp(-(y - s)(y + s)) with s = y rounded down to
-    # sixteenths: s**2 is exact, so the large exponent loses no digits.
-    s = xp.trunc(y * 16) / 16
-    scaled = xp.where(y <= 4, mid, tail) * (xp.exp(-s * s) * xp.exp(-(y - s) * (y + s)))
-    erfc_abs = xp.where(y > 27, 0.0, scaled)  # beyond 26.6, erfc underflows (and inf - inf above is nan)
-    small = y <= 0.46875
-    erf = xp.where(small, erf_small, xp.copysign(1 - erfc_abs, x))
-    erfc = xp.where(small, 1 - erf_small, xp.where(x < 0, 2 - erfc_abs, erfc_abs))
-    return erf, erfc
 
 
 # Note [erfinv by Newton's method]

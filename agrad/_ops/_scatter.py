@@ -29,8 +29,7 @@ from typing import Any
 import numpy as np
 
 from agrad import _backends, _dtype
-from agrad._ambient import current_graph_task
-from agrad._errors import broadcast_error, dim_out_of_range
+from agrad._errors import broadcast_error
 from agrad._ops._common import _r, _zeros_on
 from agrad._ops._elementwise import logical_and, where
 from agrad._ops._inplace import inplace_method
@@ -39,9 +38,11 @@ from agrad._ops._shape import (
     _diagonal_parse,
     _diagonal_view,
     _expand_error,
+    _first_outside,
     _full_index,
     _index_arg,
     _index_put_grad,
+    _scatter_check,
     _scatter_src_grad,
     _select_parse,
     _wrap_dim,
@@ -65,57 +66,6 @@ __all__ = ["scatter", "scatter_reduce", "index_add", "index_copy", "index_fill",
 def _type_name(a: Any) -> str:
     """PyTorch's ScalarType name of an array's dtype (``Float``, ``Long``...)."""
     return _dtype.SCALAR_TYPE_NAMES[_dtype.from_numpy_dtype(a.dtype).name]
-
-
-def _first_outside(index: Any, low: int, high: int) -> int | None:
-    """The first entry of ``index`` outside ``[low, high)``, or None.
-
-    On a device the check reads the result on the host, which waits for the
-    device; inside a backward it is skipped there: the indices were checked by
-    the forward that saved them (as ``_shape._gather_check`` does)."""
-    if not index.size or (type(index) is not np.ndarray and current_graph_task.get() is not None):
-        return None
-    bad = (index < low) | (index >= high)
-    if not bad.any():
-        return None
-    return int(index[bad].reshape(-1)[0])
-
-
-def _nonempty(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """PyTorch's ``ensure_nonempty`` sizes: a 0-d tensor counts as one element in one dimension."""
-    return shape or (1,)
-
-
-def _scatter_check(input: Any, index: Any, dim: int, src: Any = None) -> None:
-    """PyTorch's checks of a scatter's arguments (``scatter_gather_dtype_check``,
-    ``scatter_shape_check`` and the kernel's bounds check), in its order."""
-    if index.size and index.dtype not in (np.int64, np.int32):
-        raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
-    if src is not None and src.dtype != input.dtype:
-        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
-    if not index.size:
-        return
-    nd = max(input.ndim, 1)
-    if max(index.ndim, 1) != nd:
-        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
-    isz, ssz = _nonempty(index.shape), _nonempty(input.shape)
-    wrong = any(isz[d] > ssz[d] for d in range(nd) if d != dim)
-    if src is not None:
-        for d in range(nd if not wrong else 0):
-            if src.ndim and d >= src.ndim:  # PyTorch reads src.size(d) before it checks src's dimensions
-                raise dim_out_of_range(d, src.ndim)
-            if isz[d] > (src.shape[d] if src.ndim else 1):
-                wrong = True
-                break
-        if max(src.ndim, 1) != nd:
-            raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
-    if wrong:
-        against_src = f" and to be no larger size than src {list(src.shape)}" if src is not None else ""
-        raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self {list(input.shape)} "
-                           f"apart from dimension {dim}{against_src}")
-    size = input.shape[dim] if input.ndim else 1
-    if (i := _first_outside(index, 0, size)) is not None:
-        raise RuntimeError(f"index {i} is out of bounds for dimension {dim} with size {size}")
 
 
 def _src_part(src: Any, shape: tuple[int, ...]) -> Any:

@@ -12,6 +12,7 @@ from agrad._ambient import current_graph_task
 from agrad._device import CPU
 from agrad._errors import broadcast_error, dim_out_of_range
 from agrad._ops._common import _grids, _r, _shape_args, _unary_samples, _zeros_on
+from agrad._ops._inplace import inplace_method
 from agrad._ops._registry import defop, identity
 from agrad._tensor import Tensor
 
@@ -203,9 +204,19 @@ def _to_dtype(xp, input, *, dtype):
         return input.astype(dtype.np)
 
 
-@defop(vjp=lambda g: g * 0, node="FillBackward0", inplace=("fill_",), opmath=False)
-def _filled(xp, input, *, value):
-    """``input``'s shape and dtype filled with ``value`` (backs ``fill_``)."""
+def _fill_node(value: Any, kind: str) -> str:
+    """PyTorch's node of a fill: ``torch.fill`` records FillBackward0 (a number)
+    or 1 (a tensor), ``Tensor.fill_`` FillBackward2 or 3, ``Tensor.zero_`` ZeroBackward0."""
+    if kind == "zero_":
+        return "ZeroBackward0"
+    return f"FillBackward{(2 if kind == 'fill_' else 0) + isinstance(value, Tensor)}"
+
+
+@defop(vjp=lambda g: g * 0, node=("FillBackward0", "FillBackward1", "FillBackward2", "FillBackward3", "ZeroBackward0"),
+       node_for=_fill_node, opmath=False)
+def _filled(xp, input, *, value, kind="fill"):
+    """``input``'s shape and dtype filled with ``value`` (backs ``fill``, ``fill_``
+    and ``zero_``; ``kind`` names the one for the node's name only)."""
     if not isinstance(value, Tensor):  # Note [Checked scalar conversion]
         value = _dtype.convert_scalar(value, _dtype.from_numpy_dtype(input.dtype))
     return xp.full_like(input, value)
@@ -263,16 +274,41 @@ def _index_put_grad(xp, grad, *, shape, index):
     return out
 
 
+def _slice_grad(g: Tensor, input_shape: tuple[int, ...], dim: int, start: int, end: int, step: int) -> Tensor:
+    return _index_put_grad(g, shape=input_shape, index=(slice(None),) * dim + (slice(start, end, step),))
+
+
 @defop(view=True, ref=lambda torch: lambda x, dim, start, end, step: torch.ops.aten.slice(x, dim, start, end, step),
-       vjp=lambda g, input_shape, dim, start, end, step: _index_put_grad(
-           g, shape=input_shape, index=(slice(None),) * dim + (slice(start, end, step),)),
-       node="SliceBackward0",
+       vjp=_slice_grad, node="SliceBackward0",
        samples=lambda rng: [((_r(rng, 4, 5),), {"dim": 0, "start": 1, "end": 3, "step": 1}),
                             ((_r(rng, 4, 5),), {"dim": 1, "start": 0, "end": 5, "step": 2}),
                             ((_r(rng, 4, 5),), {"dim": 0, "start": 4, "end": 4, "step": 1})])
 def _slice(xp, input, *, dim, start, end, step):
     """``input[start:end:step]`` along ``dim`` (a view; the bounds already clamped)."""
+    return _slice_view(input, dim, start, end, step)
+
+
+def _slice_view(input: Any, dim: int, start: int, end: int, step: int) -> Any:
     return input[(slice(None),) * dim + (slice(start, end, step),)]
+
+
+# Note [Split pieces]
+# ~~~~~~~~~~~~~~~~~~~
+# PyTorch's split records one SplitBackward0 (SplitWithSizesBackward0 for
+# section sizes) shared by the pieces; agrad gives each piece its own node,
+# a slice's (``_slice``'s forward and vjp) under PyTorch's name.  A separate
+# entry, not a node name chosen per call on ``_slice``, so that ordinary
+# slicing pays nothing for it.
+@defop(view=True, ref=lambda torch: lambda x, dim, start, end, kind: torch.ops.aten.slice(x, dim, start, end),
+       vjp=lambda g, input_shape, dim, start, end, kind: _slice_grad(g, input_shape, dim, start, end, 1),
+       node=("SplitBackward0", "SplitWithSizesBackward0"), node_for=lambda dim, start, end, kind: f"{kind}Backward0",
+       samples=lambda rng: [((_r(rng, 5, 4),), {"dim": 0, "start": 2, "end": 4, "kind": "Split"}),
+                            ((_r(rng, 3, 5),), {"dim": 1, "start": 1, "end": 4, "kind": "SplitWithSizes"}),
+                            ((_r(rng, 0, 3),), {"dim": 0, "start": 0, "end": 0, "kind": "Split"})])
+def _split_piece(xp, input, *, dim, start, end, kind):
+    """One piece of ``split`` or ``chunk``: ``input[start:end]`` along ``dim``
+    (``kind`` names the node only; Note [Split pieces])."""
+    return _slice_view(input, dim, start, end, 1)
 
 
 @defop(view=True, ref=lambda torch: torch.ops.aten.alias, vjp=identity, node="AliasBackward0",
@@ -379,8 +415,18 @@ def _cuda(self: Tensor, device: Any = None, non_blocking: bool = False) -> Tenso
     return _to(self, "cuda" if device is None else device)
 
 
+# The in-place fills, bound by ``_methods`` (zero_) and ``_scatter.METHODS`` (fill_).
+# Both are ``fill_`` to ``inplace_method``, which lets it write into
+# overlapping memory (an expanded tensor), as PyTorch lets fill_ and zero_.
+_fill_kind_ = inplace_method(lambda input, value, kind: _filled(input, value=value, kind=kind), "fill_")
+
+
+def _fill_(self: Tensor, value: Any) -> Tensor:
+    return _fill_kind_(self, value, "fill_")
+
+
 def _zero_(self: Tensor) -> Tensor:
-    return self.fill_(0)
+    return _fill_kind_(self, 0, "zero_")
 
 
 @defop(vjp=identity, node="CloneBackward0", ref=lambda torch: lambda x: x.contiguous(), samples=_unary_samples())
@@ -652,9 +698,10 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
         if step < 0 or (step == 0 and size != 0):
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
         if size == 0:
-            return _mark_multi_output((_slice_along(tensor, d, 0, 0),), "Split")
+            return _mark_multi_output((_split_piece(tensor, dim=d, start=0, end=0, kind="Split"),), "Split")
         return _mark_multi_output(
-            tuple(_slice_along(tensor, d, s, min(s + step, size)) for s in range(0, size, step)), "Split")
+            tuple(_split_piece(tensor, dim=d, start=s, end=min(s + step, size), kind="Split")
+                  for s in range(0, size, step)), "Split")
     sections = [int(s) for s in split_size_or_sections]
     if sum(sections) != size or any(s < 0 for s in sections):
         raise RuntimeError(
@@ -663,7 +710,7 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
         )
     out, start = [], 0
     for s in sections:
-        out.append(_slice_along(tensor, d, start, start + s))
+        out.append(_split_piece(tensor, dim=d, start=start, end=start + s, kind="SplitWithSizes"))
         start += s
     return _mark_multi_output(tuple(out), "SplitWithSizes")  # Note [Multi-output views]
 
@@ -678,7 +725,9 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     size = input.shape[d]
     step = -(-size // chunks)
     if step == 0:
-        return _mark_multi_output(tuple(_slice_along(input, d, 0, 0) for _ in range(chunks)), "Split")
+        return _mark_multi_output(
+            tuple(_split_piece(input, dim=d, start=0, end=0, kind="SplitWithSizes") for _ in range(chunks)),
+            "SplitWithSizes")  # PyTorch splits an empty dimension with sizes
     return split(input, step, d)
 
 
@@ -790,6 +839,57 @@ def _gather_check(input: Any, index: Any, dim: int, name: str) -> None:
             raise RuntimeError(f"index {i} is out of bounds for dimension {dim} with size {input.shape[dim]}")
 
 
+def _first_outside(index: Any, low: int, high: int) -> int | None:
+    """The first entry of ``index`` outside ``[low, high)``, or None.
+
+    On a device the check reads the result on the host, which waits for the
+    device; inside a backward it is skipped there: the indices were checked by
+    the forward that saved them (as ``_gather_check`` does)."""
+    if not index.size or (type(index) is not np.ndarray and current_graph_task.get() is not None):
+        return None
+    bad = (index < low) | (index >= high)
+    if not bad.any():
+        return None
+    return int(index[bad].reshape(-1)[0])
+
+
+def _nonempty(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """PyTorch's ``ensure_nonempty`` sizes: a 0-d tensor counts as one element in one dimension."""
+    return shape or (1,)
+
+
+def _scatter_check(input: Any, index: Any, dim: int, src: Any = None) -> None:
+    """PyTorch's checks of a scatter's arguments (``scatter_gather_dtype_check``,
+    ``scatter_shape_check`` and the kernel's bounds check), in its order."""
+    if index.size and index.dtype not in (np.int64, np.int32):
+        raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
+    if src is not None and src.dtype != input.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    if not index.size:
+        return
+    nd = max(input.ndim, 1)
+    if max(index.ndim, 1) != nd:
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    isz, ssz = _nonempty(index.shape), _nonempty(input.shape)
+    wrong = any(isz[d] > ssz[d] for d in range(nd) if d != dim)
+    if src is not None:
+        for d in range(nd if not wrong else 0):
+            if src.ndim and d >= src.ndim:  # PyTorch reads src.size(d) before it checks src's dimensions
+                raise dim_out_of_range(d, src.ndim)
+            if isz[d] > (src.shape[d] if src.ndim else 1):
+                wrong = True
+                break
+        if max(src.ndim, 1) != nd:
+            raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+    if wrong:
+        against_src = f" and to be no larger size than src {list(src.shape)}" if src is not None else ""
+        raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self {list(input.shape)} "
+                           f"apart from dimension {dim}{against_src}")
+    size = input.shape[dim] if input.ndim else 1
+    if (i := _first_outside(index, 0, size)) is not None:
+        raise RuntimeError(f"index {i} is out of bounds for dimension {dim} with size {size}")
+
+
 def _full_index(xp: Any, index: Any, dim: int) -> tuple[Any, ...]:
     """Index arrays addressing ``a[i][j][index[i][j][k]]``-style positions (dim replaced by ``index``)."""
     grids = _grids(xp, index.shape)
@@ -834,7 +934,7 @@ def _scatter_src_grad(g: Tensor, index: Tensor, dim: int, src_shape: tuple[int, 
                             ((_r(rng), 0, np.array(0), _r(rng)), {})])
 def _scatter_add(xp, input, index, src, *, dim):
     """``input`` with ``src`` added at ``index`` along ``dim``, summing repeats (backs ``scatter_add``)."""
-    _gather_check(input, index, dim, "scatter")  # PyTorch's name in the dtype error
+    _scatter_check(input, index, dim, src)
     out = input.copy()
     if index.size == 0:
         return out

@@ -49,7 +49,6 @@ from agrad._ops._reductions import (
     _evenly_distribute,
     _extreme_grad,
     _ReturnType,
-    argsort,
     cumsum,
 )
 from agrad._ops._registry import defop
@@ -58,7 +57,8 @@ from agrad._tensor import Tensor
 
 # The public names of this family (star-imported by ``agrad/__init__.py``).
 __all__ = [
-    "sort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode", "quantile", "nanquantile", "aminmax",
+    "sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode", "quantile", "nanquantile",
+    "aminmax",
     "unique", "unique_consecutive", "searchsorted", "bucketize", "histc", "bincount", "nonzero", "argwhere",
     "count_nonzero", "cumprod", "cummax", "cummin", "logcumsumexp", "nansum", "nanmean",
 ]
@@ -119,6 +119,24 @@ def _argsort_array(xp: Any, x: Any, axis: int, descending: bool = False) -> Any:
     n = x.shape[axis]
     flipped = xp.argsort(xp.flip(x, axis=axis), axis=axis, kind="stable")
     return (n - 1 - xp.flip(flipped, axis=axis)).astype(np.int64, copy=False)
+
+
+def _argsort_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
+    ties = np.array([[1.0, 2.0, 1.0, 2.0, 1.0], [0.0, 0.0, 3.0, -1.0, 3.0]])
+    return [((_r(rng, 3, 4),), {}), ((_r(rng, 3, 4), 0), {}), ((_r(rng, 3, 4), -1, True), {}),
+            ((ties,), {"stable": True}), ((ties,), {"stable": True, "descending": True}),
+            ((np.array([3, 1, 2, 1]),), {"stable": True, "descending": True}), ((_r(rng),), {})]
+
+
+@defop(ref=lambda torch: torch.argsort, vjp=None, methods=("argsort",), samples=_argsort_samples,
+       parse=lambda input, dim=-1, descending=False, *, stable=False: (
+           (input,), {"dim": _wrap_dim(dim, input.ndim), "descending": descending, "stable": stable}))
+def argsort(xp, input, *, dim=-1, descending=False, stable=False):
+    """Indices (int64) that sort ``input`` along ``dim``; ``stable`` keeps the order of equal
+    elements (agrad's sort is always stable, so ``stable`` changes nothing)."""
+    if input.ndim == 0:
+        return xp.zeros((), dtype=np.int64)
+    return _argsort_array(xp, input, dim, descending)
 
 
 def _take_along(xp: Any, input: Any, indices: Any, dim: int, keepdim: bool = True) -> Any:

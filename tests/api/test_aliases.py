@@ -80,12 +80,10 @@ def test_inplace_function(name: str, x: np.ndarray, args: Any, grad: bool) -> No
         _lib(torch, name)(yt, *args(torch)).sum().backward()
     except NotImplementedError:  # torch has no derivative for some in-place forms (asinh_): agrad's is asinh's
         return
-    if name not in ("zero_", "fill_"):  # see test_fill_node_names
-        assert ya.grad_fn.name() == yt.grad_fn.name()
+    assert ya.grad_fn.name() == yt.grad_fn.name()
     np.testing.assert_allclose(la.grad.numpy(), lt.grad.numpy(), rtol=1e-6, atol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="Tensor.fill_/zero_ (agrad/_ops/_shape.py) record FillBackward0")
 def test_fill_node_names() -> None:
     for name, args in (("zero_", ()), ("fill_", (2.0,))):
         yt, ya = torch.ones(2, requires_grad=True) * 1, agrad.ones(2, requires_grad=True) * 1
