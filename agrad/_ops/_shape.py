@@ -86,9 +86,13 @@ def _view(xp, input, *, shape):
 
 @defop(view=True, ref=lambda torch: torch.transpose,
        vjp=lambda g, dim0, dim1: g.transpose(dim0, dim1), node="TransposeBackward0", methods=("transpose",),
-       samples=lambda rng: [((_r(rng, 3, 4), 0, 1), {}), ((_r(rng, 2, 3, 4), -1, 0), {})])
+       samples=lambda rng: [((_r(rng, 3, 4), 0, 1), {}), ((_r(rng, 2, 3, 4), -1, 0), {}), ((_r(rng), 0, -1), {})])
 def transpose(xp, input, *, dim0, dim1):
-    """Swap dimensions ``dim0`` and ``dim1``."""
+    """Swap dimensions ``dim0`` and ``dim1`` (a 0-d tensor, as PyTorch's, takes 0 and -1)."""
+    if input.ndim == 0:
+        for d in (dim0, dim1):
+            _wrap_dim(d, 0)  # PyTorch's range error for anything else
+        return input[...]
     return xp.swapaxes(input, dim0, dim1)
 
 
