@@ -60,6 +60,12 @@ def _expand_reduced(g: Tensor, shape: tuple[int, ...], dim: Any, keepdim: bool) 
     return g.expand(shape)
 
 
+def _on_device(like: Any, host: np.ndarray) -> Any:
+    """A host array a forward computed with numpy (random draws, window indices,
+    interpolation weights) on the device of ``like``, an input array of the forward."""
+    return host if type(like) is np.ndarray else _backends.transfer(host, _backends.device_of(like))
+
+
 def _zeros_on(like: Tensor, shape: tuple[int, ...]) -> Tensor:
     """A constant tensor of zeros of ``shape``, with ``like``'s dtype and on its device."""
     return Tensor._make(_backends.zeros(shape, like._data.dtype, like.device))

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from agrad._ops._common import _r, _zeros_on
+from agrad._ops._common import _on_device, _r, _zeros_on
 from agrad._ops._conv import _col2im as _col2im_kernel
 from agrad._ops._conv import _int_list, _padded, _windows
 from agrad._ops._registry import defop
@@ -341,14 +341,15 @@ def _adaptive_bounds(n: int, o: int) -> tuple[np.ndarray, np.ndarray]:
     return i * n // o, -(-(i + 1) * n // o)
 
 
-def _adaptive_taps(xp: Any, size: Sequence[int], out: Sequence[int]) -> list[Any]:
+def _adaptive_taps(like: Any, size: Sequence[int], out: Sequence[int]) -> list[Any]:
     """Per dimension, the input index of each window's ``l``-th element, (out, L),
-    clamped to the window's last element where a window is shorter than L."""
+    clamped to the window's last element where a window is shorter than L (on
+    the device of ``like``)."""
     taps = []
     for n, o in zip(size, out):
         start, end = _adaptive_bounds(n, o)
         length = int((end - start).max()) if o else 1
-        taps.append(xp.asarray(np.minimum(start[:, None] + np.arange(length), end[:, None] - 1)))
+        taps.append(_on_device(like, np.minimum(start[:, None] + np.arange(length), end[:, None] - 1)))
     return taps
 
 
@@ -358,7 +359,7 @@ def _adaptive_max_argmax(xp: Any, x: Any, out: Ints) -> tuple[Any, Any]:
     ``_MaxWindows`` takes them, a window's l-th elements at once."""
     nd = len(out)
     size = x.shape[x.ndim - nd:]
-    taps = _adaptive_taps(xp, size, out)
+    taps = _adaptive_taps(x, size, out)
     values, flats = [], []
     for ls in itertools.product(*(range(t.shape[1]) for t in taps)):
         pos = [t[:, li].reshape((t.shape[0],) + (1,) * (nd - 1 - i)) for i, (t, li) in enumerate(zip(taps, ls))]
@@ -455,10 +456,11 @@ def _max_unpool(xp, input, indices, *, output_size):
 # -- average pooling ---------------------------------------------------------------------------
 
 
-def _avg_divisor(xp: Any, size: Sequence[int], out: Ints, kernel: Ints, stride: Ints, padding: Ints,
+def _avg_divisor(like: Any, size: Sequence[int], out: Ints, kernel: Ints, stride: Ints, padding: Ints,
                  count_include_pad: bool, divisor_override: Any) -> Any:
     """Each window's divisor, PyTorch's: ``divisor_override``, or the window's size
-    clipped to the padded input (``count_include_pad``) or to the input."""
+    clipped to the padded input (``count_include_pad``) or to the input (an
+    array on the device of ``like``)."""
     if divisor_override:
         return divisor_override
     div: Any = 1
@@ -469,7 +471,7 @@ def _avg_divisor(xp: Any, size: Sequence[int], out: Ints, kernel: Ints, stride: 
         else:
             n = np.minimum(start + kernel[i], size[i]) - np.maximum(start, 0)
         div = div * n.reshape((out[i],) + (1,) * (len(kernel) - 1 - i))
-    return xp.asarray(div)
+    return _on_device(like, np.asarray(div))
 
 
 def _avg_pool_kernel(xp: Any, x: Any, kernel: Ints, stride: Ints, padding: Ints, ceil_mode: bool,
@@ -484,7 +486,7 @@ def _avg_pool_kernel(xp: Any, x: Any, kernel: Ints, stride: Ints, padding: Ints,
     acc = win[lead + offsets[0]].astype(np.int64 if x.dtype.kind in "biu" else x.dtype)
     for k in offsets[1:]:
         acc += win[lead + k]
-    div = _avg_divisor(xp, size, out, kernel, stride, padding, count_include_pad, divisor_override)
+    div = _avg_divisor(x, size, out, kernel, stride, padding, count_include_pad, divisor_override)
     if x.dtype.kind in "biu":  # PyTorch divides integers in C++: truncating
         return (xp.sign(acc) * (xp.abs(acc) // div)).astype(x.dtype)
     acc /= xp.asarray(div, dtype=x.dtype) if not isinstance(div, int) else x.dtype.type(div)
@@ -550,7 +552,7 @@ def _avg_pool_backward(xp, grad, *, input_size, kernel_size, stride, padding, ce
     ones = (1,) * nd
     size = tuple(input_size[len(input_size) - nd:])
     out = tuple(grad.shape[grad.ndim - nd:])
-    div = _avg_divisor(xp, size, out, kernel_size, stride, padding, count_include_pad, divisor_override)
+    div = _avg_divisor(grad, size, out, kernel_size, stride, padding, count_include_pad, divisor_override)
     share = grad / (xp.asarray(div, dtype=grad.dtype) if not isinstance(div, int) else grad.dtype.type(div))
     _, hi = _geometry(size, kernel_size, stride, padding, ones, ceil_mode)
     full = tuple(size[i] + padding[i] + hi[i] for i in range(nd))
@@ -652,11 +654,11 @@ def _taps(mode: str, n: int, o: int, align_corners: bool, scale: float | None, t
 def _apply_taps(xp: Any, x: Any, axis: int, idx: np.ndarray, w: np.ndarray) -> Any:
     """Along ``axis``, output i = sum_t w[i, t] * x[idx[i, t]]."""
     rows, t = idx.shape
-    picked = xp.take(x, xp.asarray(idx.reshape(-1)), axis=axis)
+    picked = xp.take(x, _on_device(x, idx.reshape(-1)), axis=axis)
     if t == 1 and bool((w == 1).all()):
         return picked  # nearest: a gather
     picked = picked.reshape(x.shape[:axis] + (rows, t) + x.shape[axis + 1:])
-    weights = xp.asarray(w.astype(x.dtype)).reshape((rows, t) + (1,) * (x.ndim - axis - 1))
+    weights = _on_device(x, w.astype(x.dtype)).reshape((rows, t) + (1,) * (x.ndim - axis - 1))
     return (picked * weights).sum(axis=axis + 1)
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from agrad import _backends, _creation, _dtype
 from agrad._device import CPU
 from agrad._errors import broadcast_error
-from agrad._ops._common import _r, _zeros_on
+from agrad._ops._common import _on_device, _r, _zeros_on
 from agrad._ops._inplace import inplace_method
 from agrad._ops._registry import defop
 from agrad._tensor import Tensor
@@ -45,11 +45,6 @@ __all__ = ["normal", "bernoulli", "poisson"]
 def _zero_grad(g: Tensor) -> Tensor:
     """The gradient PyTorch gives the input of a random draw: zeros (Note [Random draws are ops])."""
     return _zeros_on(g, g.shape)
-
-
-def _on_device(like: Any, host: np.ndarray) -> Any:
-    """Host draws on the device of ``like``, an input array of the forward."""
-    return host if type(like) is np.ndarray else _backends.transfer(host, _backends.device_of(like))
 
 
 def _on_host(array: Any) -> np.ndarray:
