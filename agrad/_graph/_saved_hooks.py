@@ -72,7 +72,7 @@ class saved_tensors_hooks:
         >>> with agrad.autograd.graph.saved_tensors_hooks(pack, lambda x: x):
         ...     y = (a * a).sum()
         >>> packed
-        [(3,), (3,)]
+        [agrad.Size([3]), agrad.Size([3])]
         >>> y.backward_sync()
         >>> a.grad
         tensor([2., 2., 2.])

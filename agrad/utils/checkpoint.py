@@ -442,7 +442,7 @@ def checkpoint(
         >>> y = checkpoint(lambda x: (x @ w).tanh(), x, use_reentrant=False)
         >>> y.sum().backward_sync()
         >>> w.grad.shape
-        (3, 3)
+        agrad.Size([3, 3])
     """
     if use_reentrant is None:
         warnings.warn(
