@@ -25,6 +25,7 @@ from agrad import (
     linalg,
     nn,
     random,
+    serialization,
     utils,
 )
 from agrad._blas import get_num_threads, set_num_threads
@@ -159,6 +160,7 @@ from agrad.nn.functional import (  # the functions torch also has at top level, 
     threshold_,
 )
 from agrad.random import get_rng_state, set_rng_state
+from agrad.serialization import load, save
 
 _blas.apply_default()  # once, process-wide: Note [BLAS threads]
 
@@ -199,7 +201,7 @@ __all__ = [
     "bilinear", "celu", "celu_", "cosine_similarity", "hardshrink", "pairwise_distance",
     "pdist", "prelu", "rrelu", "rrelu_", "selu", "selu_", "threshold", "threshold_",
     "get_num_threads", "set_num_threads", "get_num_interop_threads", "set_num_interop_threads", "cooperative",
-    "autograd", "cuda", "linalg", "nn", "random", "utils",
+    "autograd", "cuda", "linalg", "nn", "random", "utils", "serialization", "save", "load",
 ] + [
     *_elementwise.__all__, *_linalg.__all__, *_reductions.__all__, *_shape.__all__, *_pointwise.__all__,
     *_sorting.__all__, *_scatter.__all__, *_structure.__all__, *_conv.__all__, *_pool.__all__,

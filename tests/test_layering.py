@@ -88,6 +88,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
         "agrad.nn.functional",
         "agrad.utils*",
         "agrad.cuda",
+        "agrad.serialization",
     )),
 ]
 

@@ -152,11 +152,11 @@ REQUIRED: dict[str, set[str]] = {
         dtype empty empty_like empty_strided enable_grad eye finfo from_numpy full full_like
         get_default_device get_default_dtype get_num_interop_threads get_num_threads get_rng_state iinfo
         inference_mode initial_seed is_complex is_floating_point is_grad_enabled is_inference_mode_enabled
-        is_nonzero is_tensor linalg linspace logspace manual_seed meshgrid multinomial nn no_grad normal
-        numel ones ones_like poisson promote_types rand rand_like randint randint_like randn randn_like
-        random randperm result_type scalar_tensor seed set_default_device set_default_dtype set_grad_enabled
-        set_num_interop_threads set_num_threads set_printoptions set_rng_state tensor typename utils zeros
-        zeros_like
+        is_nonzero is_tensor linalg linspace load logspace manual_seed meshgrid multinomial nn no_grad
+        normal numel ones ones_like poisson promote_types rand rand_like randint randint_like randn
+        randn_like random randperm result_type save scalar_tensor seed set_default_device set_default_dtype
+        set_grad_enabled set_num_interop_threads set_num_threads set_printoptions set_rng_state tensor
+        typename utils zeros zeros_like
     """),
     "Tensor methods and properties": _names("""
         H T abs abs_ absolute absolute_ acos acos_ acosh acosh_ add add_ addbmm addbmm_ addcdiv addcdiv_
@@ -246,10 +246,7 @@ REQUIRED: dict[str, set[str]] = {
 _COMPLEX = ("complex dtypes are not in agrad yet: PyTorch's conjugate-Wirtinger gradients need every op to "
             "declare whether it is holomorphic, the engine to route complex gradients to real inputs by their real "
             "part, gradcheck to perturb both parts, and the printer to format them; a change of its own")
-_SAVE_LOAD = ("agrad.save/agrad.load come with agrad.nn's state dicts (issue 18), which fixes their format: "
-              "safetensors for tensors, JSON for the rest, never pickle")
 PENDING: dict[str, dict[str, str]] = {
-    "torch.* factories and utilities": {"save": _SAVE_LOAD, "load": _SAVE_LOAD},
     "dtypes": {"complex64": _COMPLEX, "complex128": _COMPLEX, "cfloat": _COMPLEX, "cdouble": _COMPLEX},
 }
 
