@@ -132,7 +132,9 @@ class _MaxWindows:
     def special(self, xp: Any, best: Any) -> tuple[Any, Any]:
         """Windows whose maximum is NaN, and (when padded) those whose maximum is the
         lowest value: where the first equal offset is not PyTorch's choice."""
-        nan = xp.isnan(best) if self.floating else None
+        # a NaN makes the sum NaN: one reduction screens for it (an overflowing
+        # sum only costs the full look)
+        nan = xp.isnan(best) if self.floating and not bool(xp.isfinite(best.sum())) else None
         low = best == self.lowest if self.padded else None
         return (nan if nan is not None and bool(nan.any()) else None,
                 low if low is not None and bool(low.any()) else None)
@@ -212,17 +214,25 @@ def _max_pool_grad(xp: Any, grad: Any, x: Any, kernel: Ints, stride: Ints, paddi
         # Windows that share no element (stride >= the dilated kernel) write
         # their shares in place; overlapping ones add them.
         disjoint = all(s >= d * (k - 1) + 1 for k, s, d in zip(kernel, stride, dilation))
-        left = grad.copy()
         last = len(win.offsets) - 1
-        for j, k in enumerate(win.offsets):
-            view = dwin[win.lead + k]
-            if disjoint:
-                share = xp.multiply(left, win.at(k) == best, out=view)
-            else:
+        if disjoint:  # each window's first hit takes all its gradient: boolean masks, a quarter of the traffic
+            taken = None
+            for j, k in enumerate(win.offsets):
+                hit = win.at(k) == best
+                if taken is None:
+                    taken = hit
+                else:
+                    xp.greater(hit, taken, out=hit)  # a hit, not taken before (hit and not taken)
+                    if j < last:
+                        xp.logical_or(taken, hit, out=taken)
+                xp.multiply(grad, hit, out=dwin[win.lead + k])
+        else:
+            left = grad.copy()
+            for j, k in enumerate(win.offsets):
                 share = left * (win.at(k) == best)
-                view += share
-            if j < last:
-                left -= share
+                dwin[win.lead + k] += share
+                if j < last:
+                    left -= share
     else:
         idx = win.argmax(xp, best)
         for j, k in enumerate(win.offsets):
