@@ -907,28 +907,23 @@ def _new_options(self: Tensor, dtype: Any, device: Any) -> tuple[_dtype.dtype, A
     return (self.dtype if dtype is None else _dtype.to_dtype(dtype)), (self.device if device is None else device)
 
 
-@_allocating
-def _new_zeros(self: Tensor, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-               layout: Any = None, pin_memory: bool = False) -> Tensor:
-    """``Tensor.new_zeros``: zeros of ``size``, with this tensor's dtype and device unless given."""
-    dt, dev = _new_options(self, dtype, device)
-    return _finish(np.zeros(_size(size), dt.np), requires_grad, dev)
+def _new_filled(fill: Callable[..., np.ndarray], what: str) -> Callable[..., Tensor]:
+    """``Tensor.new_zeros``/``new_ones``/``new_empty``: ``fill(size, dtype)`` of
+    ``size``, with this tensor's dtype and device unless given."""
+
+    def new(self: Tensor, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+            layout: Any = None, pin_memory: bool = False) -> Tensor:
+        dt, dev = _new_options(self, dtype, device)
+        return _finish(fill(_size(size), dt.np), requires_grad, dev)
+
+    new.__name__ = new.__qualname__ = f"_new_{what}"  # as out-of-memory errors name it
+    new.__doc__ = f"``Tensor.new_{what}``: {what} of ``size``, with this tensor's dtype and device unless given."
+    return _allocating(new)
 
 
-@_allocating
-def _new_ones(self: Tensor, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-              layout: Any = None, pin_memory: bool = False) -> Tensor:
-    """``Tensor.new_ones``: ones of ``size``, with this tensor's dtype and device unless given."""
-    dt, dev = _new_options(self, dtype, device)
-    return _finish(np.ones(_size(size), dt.np), requires_grad, dev)
-
-
-@_allocating
-def _new_empty(self: Tensor, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-               layout: Any = None, pin_memory: bool = False) -> Tensor:
-    """``Tensor.new_empty``: uninitialised, of ``size``, with this tensor's dtype and device unless given."""
-    dt, dev = _new_options(self, dtype, device)
-    return _finish(np.empty(_size(size), dt.np), requires_grad, dev)
+_new_zeros = _new_filled(np.zeros, "zeros")
+_new_ones = _new_filled(np.ones, "ones")
+_new_empty = _new_filled(np.empty, "empty")
 
 
 @_allocating

@@ -9,6 +9,9 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from agrad import _backends
+from tests.devices.fake_backend import FakeBackend
+
 
 @pytest.fixture(
     params=[
@@ -38,3 +41,15 @@ def default_sigint() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, old)
+
+
+@pytest.fixture
+def fake_device() -> Iterator[str]:
+    """``fake:1``, a second device (the suite's ``fake`` backend,
+    tests/devices/fake_backend.py) whose arrays refuse to mix with host
+    arrays or with ``fake:0``'s (the current device)."""
+    _backends.register_backend(FakeBackend())
+    try:
+        yield "fake:1"
+    finally:
+        _backends.unregister_backend("fake")

@@ -21,16 +21,14 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
 import agrad
-from agrad import _backends
 from agrad.autograd import grad_sync, gradcheck, gradgradcheck
-from tests.devices.fake_backend import FakeBackend
 from tests.helpers import requires_torch, torch
 
 _rng = np.random.default_rng(11)
@@ -461,16 +459,6 @@ def test_gradgradcheck(name: str) -> None:
     assert gradgradcheck(lambda *ts: case.fn(agrad.nn.functional, *ts), _agrad_inputs(case, agrad.float64))
 
 
-@pytest.fixture
-def fake_device() -> Iterator[str]:
-    """``fake:1``, a device whose arrays refuse to mix with host arrays or with
-    ``fake:0``'s (the current device): tests/devices/fake_backend.py."""
-    backend = FakeBackend()
-    _backends.register_backend(backend)
-    try:
-        yield "fake:1"
-    finally:
-        _backends.unregister_backend("fake")
 
 
 def _on(t: agrad.Tensor) -> np.ndarray:

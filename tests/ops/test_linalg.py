@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -30,9 +30,7 @@ import pytest
 
 import agrad
 import agrad.linalg
-from agrad import _backends
 from agrad.autograd import gradcheck, gradgradcheck
-from tests.devices.fake_backend import FakeBackend
 from tests.helpers import requires_torch, torch
 
 _rng = np.random.default_rng(11)
@@ -315,16 +313,6 @@ def test_gradcheck(name: str, check: Callable[..., bool]) -> None:
 # -- on another device -----------------------------------------------------------------
 
 
-@pytest.fixture
-def fake_device() -> Iterator[str]:
-    """A second device (the test suite's ``fake`` backend, tests/devices/fake_backend.py),
-    whose arrays refuse to mix with host arrays: ``fake:1``, not the current device."""
-    backend = FakeBackend()
-    _backends.register_backend(backend)
-    try:
-        yield "fake:1"
-    finally:
-        _backends.unregister_backend("fake")
 
 
 @pytest.mark.parametrize("name", [n for n, c in CASES.items() if c.grad])
