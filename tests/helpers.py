@@ -6,6 +6,7 @@ import contextlib
 import gc
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 
 try:
@@ -39,3 +40,13 @@ def collect_only_new_objects() -> Iterator[None]:
         yield
     finally:
         gc.unfreeze()
+
+
+def non_contiguous(a: np.ndarray) -> np.ndarray:
+    """``a``'s values in memory that is not C-contiguous where it can be:
+    column-major for two or more dimensions, every other element of a longer
+    array for one (a 0-d array, or one whose column-major layout is also
+    row-major, stays as it is)."""
+    if a.ndim >= 2:
+        return np.asfortranarray(a)
+    return np.repeat(a, 2)[::2] if a.ndim == 1 else a

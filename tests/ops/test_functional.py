@@ -16,7 +16,7 @@ import pytest
 
 import agrad
 from agrad.autograd import gradcheck, gradgradcheck
-from tests.helpers import requires_torch, torch
+from tests.helpers import non_contiguous, requires_torch, torch
 
 _rng = np.random.default_rng(7)
 LOGITS = _rng.standard_normal((4, 5))
@@ -191,7 +191,25 @@ def _torch_inputs(case: Case) -> list[Any]:
 @pytest.mark.parametrize("case", PARAMS)
 def test_matches_torch(case: Case) -> None:
     """Values and gradients w.r.t. every float input equal PyTorch's (float64)."""
-    ours, theirs = _agrad_inputs(case, agrad.float64), _torch_inputs(case)
+    _check_against_torch(case, _agrad_inputs(case, agrad.float64))
+
+
+# The cases with a float input that non-contiguous memory changes.
+STRIDED_PARAMS = [pytest.param(case, id=name) for name, case in CASES.items()
+                  if any(a.dtype.kind == "f" and not non_contiguous(a).flags.c_contiguous for a in case.inputs)]
+
+
+@requires_torch
+@pytest.mark.parametrize("case", STRIDED_PARAMS)
+def test_matches_torch_on_non_contiguous_inputs(case: Case) -> None:
+    """The same, every float input a tensor over non-contiguous memory."""
+    ours = [agrad.from_numpy(non_contiguous(a.astype(np.float64))).requires_grad_(_differentiated(a))
+            if a.dtype.kind == "f" else t for a, t in zip(case.inputs, _agrad_inputs(case, agrad.float64))]
+    _check_against_torch(case, ours)
+
+
+def _check_against_torch(case: Case, ours: list[agrad.Tensor]) -> None:
+    theirs = _torch_inputs(case)
     out = case.fn(agrad.nn.functional, *ours)
     expected = case.fn(torch.nn.functional, *theirs)
     assert out.shape == tuple(expected.shape)

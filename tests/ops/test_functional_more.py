@@ -29,7 +29,7 @@ import pytest
 
 import agrad
 from agrad.autograd import grad_sync, gradcheck, gradgradcheck
-from tests.helpers import requires_torch, torch
+from tests.helpers import non_contiguous, requires_torch, torch
 
 _rng = np.random.default_rng(11)
 
@@ -409,8 +409,16 @@ def _torch_inputs(case: Case, dtype: Any) -> list[Any]:
             for i, a in enumerate(case.inputs)]
 
 
-def _compare(case: Case, ours_dtype: Any, torch_dtype: Any, tol: dict[str, float], grad_tol: dict[str, float]) -> None:
-    ours, theirs = _agrad_inputs(case, ours_dtype), _torch_inputs(case, torch_dtype)
+def _strided_inputs(case: Case) -> list[agrad.Tensor]:
+    """As ``_agrad_inputs`` in float64, the float inputs over non-contiguous memory."""
+    return [agrad.from_numpy(non_contiguous(a.astype(np.float64))).requires_grad_(i not in case.const)
+            if _is_float(a) else t for i, (a, t) in enumerate(zip(case.inputs, _agrad_inputs(case, agrad.float64)))]
+
+
+def _compare(case: Case, ours_dtype: Any, torch_dtype: Any, tol: dict[str, float], grad_tol: dict[str, float],
+             strided: bool = False) -> None:
+    ours = _strided_inputs(case) if strided else _agrad_inputs(case, ours_dtype)
+    theirs = _torch_inputs(case, torch_dtype)
     out = case.fn(agrad.nn.functional, *ours)
     expected = case.fn(torch.nn.functional, *theirs)
     assert out.shape == tuple(expected.shape)
@@ -437,6 +445,16 @@ def test_matches_torch_float64(name: str) -> None:
     case = CASES[name]
     _compare(case, agrad.float64, torch.float64, {"rtol": 1e-10, "atol": 1e-12},
              {"rtol": case.grad_rtol, "atol": 1e-12})
+
+
+@requires_torch
+@pytest.mark.parametrize("name", [n for n, c in CASES.items()
+                                  if any(_is_float(a) and not non_contiguous(a).flags.c_contiguous for a in c.inputs)])
+def test_matches_torch_on_non_contiguous_inputs(name: str) -> None:
+    """The same in float64, every float input a tensor over non-contiguous memory."""
+    case = CASES[name]
+    _compare(case, agrad.float64, torch.float64, {"rtol": 1e-10, "atol": 1e-12},
+             {"rtol": case.grad_rtol, "atol": 1e-12}, strided=True)
 
 
 @requires_torch

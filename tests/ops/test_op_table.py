@@ -24,7 +24,7 @@ import pytest
 import agrad
 from agrad._ops._registry import REGISTRY, OpDef
 from agrad.autograd import gradcheck, gradgradcheck
-from tests.helpers import requires_torch, torch
+from tests.helpers import non_contiguous, requires_torch, torch
 
 # Ops with a backward rule but no samples, each with the reason it is exempt.
 EXEMPT_FROM_SAMPLES = {
@@ -145,25 +145,15 @@ def test_gradcheck(op: OpDef, args: tuple, kwargs: dict, check: Callable[..., bo
         assert check(fn, inputs, **op.check)
 
 
-def _strided(a: np.ndarray) -> np.ndarray:
-    """``a``'s values in memory that is not C-contiguous where it can be:
-    column-major for two or more dimensions, every other element of a longer
-    array for one (a 0-d array, or one whose column-major layout is also
-    row-major, stays as it is)."""
-    if a.ndim >= 2:
-        return np.asfortranarray(a)
-    return np.repeat(a, 2)[::2] if a.ndim == 1 else a
-
-
 def _to_agrad_strided(args: tuple) -> list[Any]:
     """As ``_to_agrad`` in float64, float arrays as leaves over non-contiguous memory."""
-    return [agrad.from_numpy(_strided(a.astype(np.float64))).requires_grad_() if _is_float_array(a) else v
+    return [agrad.from_numpy(non_contiguous(a.astype(np.float64))).requires_grad_() if _is_float_array(a) else v
             for a, v in zip(args, _to_agrad(args, agrad.float64))]
 
 
 # The samples with a float input that non-contiguous memory changes.
 STRIDED_SAMPLES = [p for p in SAMPLES
-                   if any(_is_float_array(a) and not _strided(a).flags.c_contiguous for a in p.values[1])]
+                   if any(_is_float_array(a) and not non_contiguous(a).flags.c_contiguous for a in p.values[1])]
 
 
 @requires_torch

@@ -21,7 +21,7 @@ import pytest
 
 import agrad
 from agrad.autograd import gradcheck, gradgradcheck
-from tests.helpers import requires_torch, torch
+from tests.helpers import non_contiguous, requires_torch, torch
 
 _rng = np.random.default_rng(11)
 X = _rng.uniform(-2, 2, (3, 5, 4))
@@ -284,7 +284,22 @@ def _compare(ours: Any, theirs: Any, rtol: float, atol: float) -> None:
 @pytest.mark.parametrize("case", PARAMS)
 def test_matches_torch_float64(case: Case) -> None:
     """Every output, the node names and the input gradients equal PyTorch's."""
-    ours, theirs = _agrad_inputs(case, agrad.float64), _torch_inputs(case, torch.float64)
+    _check_against_torch(case, _agrad_inputs(case, agrad.float64))
+
+
+@requires_torch
+@pytest.mark.parametrize("case", [p for p in PARAMS
+                                  if any(a.dtype.kind == "f" and not non_contiguous(a).flags.c_contiguous
+                                         for a in p.values[0].inputs)])
+def test_matches_torch_on_non_contiguous_inputs(case: Case) -> None:
+    """The same, every float input a leaf over non-contiguous memory."""
+    _check_against_torch(case, [agrad.from_numpy(non_contiguous(a.astype(np.float64))).requires_grad_()
+                                if a.dtype.kind == "f" else t
+                                for a, t in zip(case.inputs, _agrad_inputs(case, agrad.float64))])
+
+
+def _check_against_torch(case: Case, ours: list[agrad.Tensor]) -> None:
+    theirs = _torch_inputs(case, torch.float64)
     out, expected = _outputs(case.fn(agrad, *ours)), _outputs(case.fn(torch, *theirs))
     _compare(out, expected, rtol=1e-10, atol=1e-12)
     for a, t in zip(out, expected):
