@@ -444,6 +444,16 @@ def _filled(shape: tuple[int, ...], fill_value: Any, dt: _dtype.dtype) -> np.nda
     return np.full(shape, _dtype.convert_scalar(fill_value, dt), dt.np)
 
 
+def _check_range(start: Any, end: Any, step: Any) -> None:
+    """PyTorch's checks of ``arange``'s and ``range``'s bounds and step."""
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {start} -> {end}")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+
+
 @_allocating
 def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None,
            requires_grad: bool = False) -> Tensor:
@@ -454,12 +464,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
         dtype = _dtype.result_type([], [], [start, end, step])
         if dtype is _dtype.bool:
             dtype = _dtype.int64
-    if step == 0:
-        raise RuntimeError("step must be nonzero")
-    if not (math.isfinite(start) and math.isfinite(end)):
-        raise RuntimeError(f"unsupported range: {start} -> {end}")
-    if (step > 0 and end < start) or (step < 0 and end > start):
-        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    _check_range(start, end, step)
     return _finish(np.arange(start, end, step, dtype=_np_dtype(dtype)), requires_grad, device)
 
 
@@ -1058,12 +1063,7 @@ def range(start: Any, end: Any, step: Any = 1, *, dtype: Any = None, device: Any
         "with Python's range builtin. Instead, use agrad.arange, which produces values in [start, end).",
         UserWarning, stacklevel=3,
     )
-    if step == 0:
-        raise RuntimeError("step must be nonzero")
-    if not (math.isfinite(start) and math.isfinite(end)):
-        raise RuntimeError(f"unsupported range: {start} -> {end}")
-    if (step > 0 and end < start) or (step < 0 and end > start):
-        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    _check_range(start, end, step)
     n = int(math.floor((end - start) / step)) + 1
     values = start + step * np.arange(n, dtype=np.float64)
     return _finish(_cast(values, _np_dtype(dtype), copy=False), requires_grad, device)

@@ -86,11 +86,17 @@ _PY_NUMBERS = (float, int)
 _HALF = {np.dtype(np.float16)} | ({_dtype.bfloat16.np} if _dtype.bfloat16.np is not None else set())
 
 
+def _in_float32(op: OpDef, attrs: dict[str, Any]) -> bool:
+    """Whether this call of ``op`` computes half-precision inputs in float32
+    (Note [Half precision computes in float32])."""
+    return op.opmath and not op.view and attrs.get("dtype") is None
+
+
 def _opmath(op: OpDef, arrays: list[Any], attrs: dict[str, Any], dev: Any) -> Any:
     """The half dtype a call computes in float32 (Note [Half precision computes
     in float32]), or None; ``arrays`` are then cast to float32 in place."""
     half = next((a.dtype for a in arrays if a.dtype in _HALF), None)
-    if half is None or op.view or not op.opmath or attrs.get("dtype") is not None:
+    if half is None or not _in_float32(op, attrs):
         return None
     with _backends.on(dev):
         arrays[:] = [a.astype(_F32) if a.dtype in _HALF else a for a in arrays]
@@ -139,7 +145,7 @@ def _coerce(op: OpDef, args: Sequence[Any], attrs: dict[str, Any]) -> tuple[tupl
     target = _dtype.result_type(dims, zero_dims, scalars)
     if op.to_float and not target.is_floating_point:
         target = _dtype.get_default_dtype()
-    half = target.np if target.np in _HALF and op.opmath and not op.view and attrs.get("dtype") is None else None
+    half = target.np if target.np in _HALF and _in_float32(op, attrs) else None
     compute = _dtype.float32 if half is not None else target
     tensors = tuple(a if isinstance(a, Tensor) else _as_constant(a, compute) for a in args)
     arrays = [t._data for t in tensors]

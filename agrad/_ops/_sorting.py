@@ -417,27 +417,15 @@ def _mode_indices(xp, input, *, dim, keepdim=False):
     return _reduced_index(xp, index, dim, keepdim)
 
 
-@defop(ref=_gather_reduced_ref, vjp=(_scatter_reduced, None), node="KthvalueBackward0", samples=_reduced_samples)
-def _kthvalue_values(xp, input, indices, *, dim, keepdim=False):
-    """The values of ``kthvalue``: ``input`` at ``indices`` along ``dim``."""
-    return _take_along(xp, input, indices, dim, keepdim)
+# kthvalue, median and nanmedian along a dim, and mode share one values entry
+# (their indices differ); ``node`` is PyTorch's name of the selection's node.
+_SELECTION_NODES = ("KthvalueBackward0", "MedianBackward1", "NanmedianBackward1", "ModeBackward0")
 
 
-@defop(ref=_gather_reduced_ref, vjp=(_scatter_reduced, None), node="MedianBackward1", samples=_reduced_samples)
-def _median_values(xp, input, indices, *, dim, keepdim=False):
-    """The values of ``median`` along ``dim``: ``input`` at ``indices``."""
-    return _take_along(xp, input, indices, dim, keepdim)
-
-
-@defop(ref=_gather_reduced_ref, vjp=(_scatter_reduced, None), node="NanmedianBackward1", samples=_reduced_samples)
-def _nanmedian_values(xp, input, indices, *, dim, keepdim=False):
-    """The values of ``nanmedian`` along ``dim``: ``input`` at ``indices``."""
-    return _take_along(xp, input, indices, dim, keepdim)
-
-
-@defop(ref=_gather_reduced_ref, vjp=(_scatter_reduced, None), node="ModeBackward0", samples=_reduced_samples)
-def _mode_values(xp, input, indices, *, dim, keepdim=False):
-    """The values of ``mode``: ``input`` at ``indices`` along ``dim``."""
+@defop(ref=_gather_reduced_ref, vjp=(_scatter_reduced, None), node=_SELECTION_NODES,
+       node_for=lambda dim, keepdim, node: node, samples=_reduced_samples)
+def _selected_values(xp, input, indices, *, dim, keepdim=False, node="KthvalueBackward0"):
+    """The values of a selection that reduces ``dim``: ``input`` at ``indices``."""
     return _take_along(xp, input, indices, dim, keepdim)
 
 
@@ -475,12 +463,13 @@ def _nanmedian_all(xp, input):
     return _lower_median(xp, input, True)
 
 
-def _reduced_selection(input: Tensor, dim: int, keepdim: bool, index: Callable[..., Tensor],
-                       values: Callable[..., Tensor], result: type[_ReturnType], **index_attrs: Any) -> Any:
-    """``(values, indices)`` of a selection that reduces ``dim`` (Note [Values at indices])."""
+def _reduced_selection(input: Tensor, dim: int, keepdim: bool, index: Callable[..., Tensor], node: str,
+                       result: type[_ReturnType], **index_attrs: Any) -> Any:
+    """``(values, indices)`` of a selection that reduces ``dim`` (Note [Values at indices]);
+    ``node`` names the values' node."""
     d = _wrap_dim(dim, input.ndim)
     indices = index(input, dim=d, keepdim=keepdim, **index_attrs)
-    return result(values(input, indices, dim=d, keepdim=keepdim), indices)
+    return result(_selected_values(input, indices, dim=d, keepdim=keepdim, node=node), indices)
 
 
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Any:
@@ -493,7 +482,7 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Any
         >>> agrad.kthvalue(agrad.tensor([4.0, 1.0, 3.0]), 2).values
         tensor(3.)
     """
-    return _reduced_selection(input, dim, keepdim, _kthvalue_indices, _kthvalue_values, _KthvalueReturn, k=k)
+    return _reduced_selection(input, dim, keepdim, _kthvalue_indices, "KthvalueBackward0", _KthvalueReturn, k=k)
 
 
 def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
@@ -509,21 +498,21 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     """
     if dim is None:
         return _median_all(input)
-    return _reduced_selection(input, dim, keepdim, _median_indices, _median_values, _MedianReturn)
+    return _reduced_selection(input, dim, keepdim, _median_indices, "MedianBackward1", _MedianReturn)
 
 
 def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     """``median`` ignoring NaN: the lower median of the other elements (NaN if there are none)."""
     if dim is None:
         return _nanmedian_all(input)
-    return _reduced_selection(input, dim, keepdim, _median_indices, _nanmedian_values, _NanmedianReturn,
+    return _reduced_selection(input, dim, keepdim, _median_indices, "NanmedianBackward1", _NanmedianReturn,
                               ignore_nan=True)
 
 
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
     """The most frequent value along ``dim`` (the smallest among equally frequent
     ones) and the index of its last occurrence: ``(values, indices)``."""
-    return _reduced_selection(input, dim, keepdim, _mode_indices, _mode_values, _ModeReturn)
+    return _reduced_selection(input, dim, keepdim, _mode_indices, "ModeBackward0", _ModeReturn)
 
 
 # -- quantile, nanquantile ----------------------------------------------------------------

@@ -203,13 +203,9 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
         if bool(_backends.array_module(idx).any((idx < 0) | (idx >= n))):
             raise IndexError("index out of range in self")
     out = weight[idx]
+    padding_idx = _padding_index(padding_idx, n, "Padding_idx")
     if padding_idx is None:
         return out
-    if padding_idx > 0:
-        assert padding_idx < n, "Padding_idx must be within num_embeddings"
-    elif padding_idx < 0:
-        assert padding_idx >= -n, "Padding_idx must be within num_embeddings"
-        padding_idx += n
     with _backends.on(weight.device):
         pad = Tensor._make((idx == padding_idx)[..., None])
     # Same values either way; the padding positions read a detached weight, so its row gets no gradient.
@@ -277,14 +273,15 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     return out.reshape(batch + (n_out,))
 
 
-def _padding_index(padding_idx: int | None, n: int) -> int | None:
-    """``padding_idx`` as a row number (negative counts from the end), with PyTorch's assertion."""
+def _padding_index(padding_idx: int | None, n: int, name: str = "padding_idx") -> int | None:
+    """``padding_idx`` as a row number (negative counts from the end), with PyTorch's
+    assertion (``embedding`` spells the argument ``Padding_idx`` in it)."""
     if padding_idx is None:
         return None
     if padding_idx > 0:
-        assert padding_idx < n, "padding_idx must be within num_embeddings"
+        assert padding_idx < n, f"{name} must be within num_embeddings"
     elif padding_idx < 0:
-        assert padding_idx >= -n, "padding_idx must be within num_embeddings"
+        assert padding_idx >= -n, f"{name} must be within num_embeddings"
         padding_idx += n
     return padding_idx
 
