@@ -12,7 +12,7 @@ from __future__ import annotations
 import warnings
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
@@ -107,7 +107,7 @@ class Tensor:
 
     @classmethod
     def _make(cls, data: np.ndarray, grad_fn: "Node | None" = None, output_nr: int = 0,
-              version_counter: list[int] | None = None) -> "Tensor":
+              version_counter: list[int] | None = None) -> Self:
         """Wrap an array without copying.  The hot constructor: keep it lean."""
         t = object.__new__(cls)
         t._data = data

@@ -1,5 +1,8 @@
-"""Neural-network building blocks (mirrors ``torch.nn``); today its functional API."""
+"""Neural-network building blocks (mirrors ``torch.nn``): Module, Parameter, the layers,
+``init``, ``utils`` and ``functional``."""
 
-from agrad.nn import functional
+from agrad.nn import functional, init, modules, parameter, utils
+from agrad.nn.modules import *  # noqa: F403
+from agrad.nn.parameter import Buffer, Parameter
 
-__all__ = ["functional"]
+__all__ = ["functional", "init", "modules", "parameter", "utils", "Parameter", "Buffer", *modules.__all__]

@@ -1,0 +1,5 @@
+"""TODO"""
+
+from __future__ import annotations
+
+__all__: list[str] = []
