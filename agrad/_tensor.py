@@ -1266,6 +1266,24 @@ class Tensor:
     # -- end of generated methods --
 
 
+# Note [Plain tensor types]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# The op dispatcher's fast paths (``_ops/_dispatch.apply``) take arguments
+# whose type is in this set by identity, as they took ``type(a) is Tensor``:
+# a subclass that adds no behaviour to ops (``nn.Parameter``) registers here
+# so that a layer's weights cost what plain tensors cost (2 us per op more
+# through the general path).  Membership is a hash of the type's id.
+PLAIN_TYPES: set[type] = {Tensor}
+
+
+def register_plain_type(cls: type) -> None:
+    """Let ``cls``, a Tensor subclass that ops treat as a Tensor, take the dispatcher's
+    fast paths (Note [Plain tensor types])."""
+    if not issubclass(cls, Tensor):
+        raise TypeError(f"{cls.__name__} is not a Tensor subclass")
+    PLAIN_TYPES.add(cls)
+
+
 def _rebuild_tensor(data: Any, requires_grad: bool) -> Tensor:
     """A leaf holding ``data`` (an unpickled or copied array); Note [Pickling tensors]."""
     t = Tensor._make(data)

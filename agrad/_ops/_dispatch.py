@@ -20,7 +20,7 @@ from agrad._device import CPU
 from agrad._grad_mode import grad_enabled
 from agrad._ops._record import record
 from agrad._ops._schema import OpDef
-from agrad._tensor import InferenceCounter, Tensor, mark_inference
+from agrad._tensor import PLAIN_TYPES, InferenceCounter, Tensor, mark_inference
 
 __all__ = ["apply"]
 
@@ -122,12 +122,12 @@ def _coerce(op: OpDef, args: Sequence[Any], attrs: dict[str, Any]) -> tuple[tupl
         # tensor * 2.5, int tensor + 1); ``apply`` takes the tensors-only ones.
         a, b = args
         ta, tb = type(a), type(b)
-        if ta is Tensor and tb in _PY_NUMBERS or tb is Tensor and ta in _PY_NUMBERS:
-            t, num = (a, b) if ta is Tensor else (b, a)
+        if ta in PLAIN_TYPES and tb in _PY_NUMBERS or tb in PLAIN_TYPES and ta in _PY_NUMBERS:
+            t, num = (a, b) if ta in PLAIN_TYPES else (b, a)
             dt = t._data.dtype
             if dt is _F32 or dt is _F64 or (type(num) is int and dt.kind in "iu" and not op.to_float):
                 c = _constant(num, dt)
-                if ta is Tensor:
+                if t is a:
                     arrays = [a._data, c._data]
                     return (a, c), arrays, CPU if type(arrays[0]) is _ndarray else _placement(arrays), None
                 arrays = [c._data, b._data]
@@ -208,11 +208,11 @@ def apply(op: OpDef, args: Sequence[Any], attrs: dict[str, Any]) -> Tensor:
     # Half-precision tensors take ``_coerce`` (Note [Half precision computes in float32]).
     n = len(args)
     half = None
-    if (n == 1 and type(a := args[0]) is Tensor and type(ad := a._data) is _ndarray
+    if (n == 1 and type(a := args[0]) in PLAIN_TYPES and type(ad := a._data) is _ndarray
             and ((dt := ad.dtype) is _F32 or dt is _F64 or (not op.to_float and dt.kind in "biu"))):
         tensors, arrays = args, [ad]
         dev = CPU
-    elif (n == 2 and type(a := args[0]) is Tensor and type(b := args[1]) is Tensor
+    elif (n == 2 and type(a := args[0]) in PLAIN_TYPES and type(b := args[1]) in PLAIN_TYPES
           and type(ad := a._data) is _ndarray and type(bd := b._data) is _ndarray
           and (dt := ad.dtype) is bd.dtype and (dt is _F32 or dt is _F64 or (not op.to_float and dt.kind in "biu"))):
         tensors, arrays = args, [ad, bd]

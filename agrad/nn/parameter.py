@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from agrad._creation import empty
-from agrad._tensor import Tensor
+from agrad._tensor import Tensor, register_plain_type
 
 __all__ = ["Parameter", "Buffer"]
 
@@ -60,6 +60,9 @@ class Parameter(Tensor):
 
     def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
         return _rebuild_parameter, (self._data, self._requires_grad)
+
+
+register_plain_type(Parameter)  # Note [Plain tensor types]
 
 
 def _rebuild_parameter(data: Any, requires_grad: bool) -> Parameter:

@@ -90,6 +90,13 @@ GROUPS = [
           - _F_INTERNALS, lambda: agrad.nn.functional),
     Group("torch.linalg", lambda torch: _functions(torch.linalg, dir(torch.linalg)), lambda: agrad.linalg),
     Group("dtypes", lambda torch: {n for n in _DTYPES if hasattr(torch, n)}, lambda: agrad),
+    Group("torch.nn", lambda torch: {n for n in dir(torch.nn) if not n.startswith("_")}, lambda: agrad.nn),
+    Group("torch.nn.init", lambda torch: set(torch.nn.init.__all__), lambda: agrad.nn.init),
+    Group("torch.nn.utils", lambda torch: set(torch.nn.utils.__all__), lambda: agrad.nn.utils),
+    Group("torch.optim", lambda torch: set(torch.optim.__all__), lambda: agrad.optim),
+    Group("torch.optim.lr_scheduler", lambda torch: set(torch.optim.lr_scheduler.__all__),
+          lambda: agrad.optim.lr_scheduler),
+    Group("torch.func", lambda torch: set(torch.func.__all__), lambda: agrad.func),
 ]
 
 

@@ -19,6 +19,7 @@ run on the event loop between awaits and must not block.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 import itertools
@@ -37,6 +38,21 @@ from agrad.nn.parameter import Parameter, _MarkedBuffer
 __all__ = ["Module"]
 
 T = TypeVar("T", bound="Module")
+
+
+# Note [Loading is all or nothing]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# PyTorch's ``load_state_dict`` copies each entry as it checks it and raises
+# at the end, leaving a model half loaded when a checkpoint does not fit.
+# agrad checks every entry first: ``_load_from_state_dict`` stages its copies
+# in ``_staged_copies`` while ``load_state_dict`` runs, and they are applied
+# only when no error was found.  Same errors, same messages; on failure the
+# model is as it was.  (A copy that itself fails while applying, which the
+# checks rule out for tensors of the right shape, raises PyTorch's "While
+# copying the parameter named ..." error.)  Called on its own, outside
+# ``load_state_dict``, ``_load_from_state_dict`` copies at once.
+_staged_copies: contextvars.ContextVar[list[Callable[[], None]] | None] = contextvars.ContextVar(
+    "agrad_staged_state_dict_copies", default=None)
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -243,7 +259,7 @@ class Module:
             raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{typename(tensor)}' object to buffer '{name}' "
-                            "(torch Tensor or None required)")
+                            "(agrad Tensor or None required)")
         if isinstance(tensor, _MarkedBuffer):
             tensor = _unmark(tensor)
         self._buffers[name] = tensor
@@ -264,7 +280,7 @@ class Module:
             return
         if not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{typename(param)}' object to parameter '{name}' "
-                            "(torch.nn.Parameter or None required)")
+                            "(agrad.nn.Parameter or None required)")
         if param.grad_fn is not None:
             raise ValueError(
                 f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be created "
@@ -346,7 +362,7 @@ class Module:
         if params is not None and name in params:
             if value is not None:
                 raise TypeError(f"cannot assign '{typename(value)}' as parameter '{name}' "
-                                "(torch.nn.Parameter or None expected)")
+                                "(agrad.nn.Parameter or None expected)")
             self.register_parameter(name, value)
             return
         modules = self.__dict__.get("_modules")
@@ -359,7 +375,7 @@ class Module:
         if modules is not None and name in modules:
             if value is not None:
                 raise TypeError(f"cannot assign '{typename(value)}' as child module '{name}' "
-                                "(torch.nn.Module or None expected)")
+                                "(agrad.nn.Module or None expected)")
             modules[name] = value
             return
         buffers = self.__dict__.get("_buffers")
@@ -372,7 +388,7 @@ class Module:
         if buffers is not None and name in buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{typename(value)}' as buffer '{name}' "
-                                "(torch.nn.Buffer, torch.Tensor or None expected)")
+                                "(agrad.nn.Buffer, agrad.Tensor or None expected)")
             buffers[name] = value
             return
         object.__setattr__(self, name, value)
@@ -607,26 +623,18 @@ class Module:
                 continue
             input_param = state_dict[key]
             if not isinstance(input_param, Tensor):
-                error_msgs.append(f'While copying the parameter named "{key}", expected torch.Tensor or Tensor-like '
+                error_msgs.append(f'While copying the parameter named "{key}", expected agrad.Tensor or Tensor-like '
                                   f"object from checkpoint but received {type(input_param)}")
                 continue
             if input_param.shape != param.shape:
                 error_msgs.append(f"size mismatch for {key}: copying a param with shape {input_param.shape} from "
                                   f"checkpoint, the shape in current model is {param.shape}.")
                 continue
-            try:
-                with no_grad():
-                    if assign:
-                        if isinstance(param, Parameter) and not isinstance(input_param, Parameter):
-                            setattr(self, name, Parameter(input_param, requires_grad=param.requires_grad))
-                        else:
-                            setattr(self, name, input_param)
-                    else:
-                        param.copy_(input_param)
-            except Exception as ex:
-                error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the model are '
-                                  f"{param.size()} and whose dimensions in the checkpoint are {input_param.size()}, "
-                                  f"an exception occurred : {ex.args}.")
+            staged = _staged_copies.get()
+            if staged is None:
+                self._copy_in(name, param, input_param, key, assign)
+            else:
+                staged.append(functools.partial(self._copy_in, name, param, input_param, key, assign))
         if strict:
             for key in state_dict:
                 if key.startswith(prefix):
@@ -636,6 +644,22 @@ class Module:
                             unexpected_keys.append(key)
                     elif input_name[0] not in local_state:
                         unexpected_keys.append(key)
+
+    def _copy_in(self, name: str, param: Tensor, input_param: Tensor, key: str, assign: bool) -> None:
+        """Load one checked entry: copy into ``param`` in place, or with ``assign`` make it the attribute."""
+        try:
+            with no_grad():
+                if assign:
+                    if isinstance(param, Parameter) and not isinstance(input_param, Parameter):
+                        setattr(self, name, Parameter(input_param, requires_grad=param.requires_grad))
+                    else:
+                        setattr(self, name, input_param)
+                else:
+                    param.copy_(input_param)
+        except Exception as ex:
+            raise RuntimeError(f'While copying the parameter named "{key}", whose dimensions in the model are '
+                               f"{param.size()} and whose dimensions in the checkpoint are {input_param.size()}, "
+                               f"an exception occurred : {ex.args}.") from ex
 
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True,
                         assign: bool = False) -> _IncompatibleKeys:
@@ -669,7 +693,12 @@ class Module:
                                        "expected to return new values, if incompatible_keys need to be modified, "
                                        "it should be done inplace.")
 
-        load(self, state_dict)
+        staged: list[Callable[[], None]] = []
+        token = _staged_copies.set(staged)
+        try:
+            load(self, state_dict)
+        finally:
+            _staged_copies.reset(token)
         if strict:
             if unexpected_keys:
                 error_msgs.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
@@ -680,6 +709,8 @@ class Module:
         if error_msgs:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
                 type(self).__name__, "\n\t".join(error_msgs)))
+        for copy_in in staged:
+            copy_in()
         return _IncompatibleKeys(missing_keys, unexpected_keys)
 
     # -- printing --------------------------------------------------------------
