@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import copy
 import pickle
+import warnings
 from collections import OrderedDict
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import numpy as np
 import pytest
 
@@ -249,7 +251,7 @@ class AsyncNet(agrad.nn.Module):
         self.inner = build(agrad)
 
     async def forward(self, x: agrad.Tensor) -> agrad.Tensor:
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
         return self.inner(x) * 2
 
 
@@ -328,3 +330,42 @@ def test_deepcopy_keeps_sharing() -> None:
     assert c.shared is c.again and c.shared is not m.shared
     assert type(c.offset) is agrad.nn.Parameter
     assert names(c.named_parameters()) == names(m.named_parameters())
+
+
+def _hooked_run(lib: Any, input_requires_grad: bool, replace: bool) -> tuple[list[Any], Any, Any]:
+    """Run build(lib)'s first layer with full backward hooks; what they saw, x.grad and the weight's grad."""
+    m = build(lib)
+    layer = m.first
+    seen: list[Any] = []
+
+    def pre_hook(mod: Any, grad_output: Any) -> Any:
+        seen.append(("pre", [g.tolist() for g in grad_output]))
+        return (grad_output[0] * 10,) if replace else None
+
+    def hook(mod: Any, grad_input: Any, grad_output: Any) -> Any:
+        seen.append(("full", [None if g is None else g.tolist() for g in grad_input],
+                     [g.tolist() for g in grad_output]))
+        return (grad_input[0] + 1,) if replace and grad_input[0] is not None else None
+
+    layer.register_full_backward_pre_hook(pre_hook)
+    layer.register_full_backward_hook(hook)
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=input_requires_grad)
+    loss = (m(x) * lib.tensor([1.0, -1.0, 2.0])).sum()
+    loss.backward() if lib is torch else loss.backward_sync()
+    return seen, None if x.grad is None else x.grad.tolist(), layer.weight.grad.tolist()
+
+
+@requires_torch
+@pytest.mark.parametrize("input_requires_grad", [True, False])
+@pytest.mark.parametrize("replace", [False, True])
+def test_full_backward_hooks_see_and_replace_what_torchs_do(input_requires_grad: bool, replace: bool) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # both warn when no input requires grad
+        theirs = _hooked_run(torch, input_requires_grad, replace)
+        ours = _hooked_run(agrad, input_requires_grad, replace)
+    assert ours == theirs
+
+
+def test_full_backward_hook_warns_without_input_grad() -> None:
+    with pytest.warns(UserWarning, match="Full backward hook is firing when gradients are computed"):
+        _hooked_run(agrad, False, False)

@@ -23,6 +23,7 @@ import contextvars
 import functools
 import inspect
 import itertools
+import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
@@ -33,6 +34,7 @@ from agrad._creation import typename
 from agrad._grad_mode import no_grad
 from agrad._graph._hooks import RemovableHandle, _add_hook
 from agrad._tensor import Tensor
+from agrad.nn.modules._backward_hook import BackwardHook
 from agrad.nn.parameter import Parameter, _MarkedBuffer
 
 __all__ = ["Module"]
@@ -133,6 +135,8 @@ class Module:
         setattr_(self, "_forward_hooks", OrderedDict())
         setattr_(self, "_forward_hooks_with_kwargs", {})
         setattr_(self, "_forward_hooks_always_called", {})
+        setattr_(self, "_backward_pre_hooks", OrderedDict())
+        setattr_(self, "_backward_hooks", OrderedDict())
         setattr_(self, "_state_dict_pre_hooks", OrderedDict())
         setattr_(self, "_state_dict_hooks", OrderedDict())
         setattr_(self, "_load_state_dict_pre_hooks", OrderedDict())
@@ -180,29 +184,50 @@ class Module:
             except Exception:  # PyTorch warns and re-raises the forward's error
                 pass
 
+    def _before_forward(self, args: tuple[Any, ...],
+                        kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any], BackwardHook | None]:
+        """The forward pre-hooks, then the inputs' side of the backward hooks (``_backward_hook``)."""
+        args, kwargs = self._run_pre_hooks(args, kwargs)
+        bw_hook = None
+        if self._backward_hooks or self._backward_pre_hooks:
+            bw_hook = BackwardHook(self, list(self._backward_hooks.values()), list(self._backward_pre_hooks.values()))
+            args = bw_hook.setup_input_hook(args)
+        return args, kwargs, bw_hook
+
+    def _after_forward(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any,
+                       bw_hook: BackwardHook | None) -> Any:
+        result = self._run_hooks(args, kwargs, result, only_always=False)
+        if bw_hook is not None:
+            if not isinstance(result, (Tensor, tuple)):
+                warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple of "
+                              f"Tensors but received {type(result)}", stacklevel=3)
+            else:
+                result = bw_hook.setup_output_hook(result)
+        return result
+
     def _call_impl(self, *args: Any, **kwargs: Any) -> Any:
         forward = self.forward
         if inspect.iscoroutinefunction(forward):
             return self._call_async(forward, args, kwargs)
-        if not (self._forward_pre_hooks or self._forward_hooks):
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks):
             return forward(*args, **kwargs)
-        args, kwargs = self._run_pre_hooks(args, kwargs)
+        args, kwargs, bw_hook = self._before_forward(args, kwargs)
         try:
             result = forward(*args, **kwargs)
         except BaseException:
             self._call_always_hooks(args, kwargs)
             raise
-        return self._run_hooks(args, kwargs, result, only_always=False)
+        return self._after_forward(args, kwargs, result, bw_hook)
 
     async def _call_async(self, forward: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Note [Async forward]."""
-        args, kwargs = self._run_pre_hooks(args, kwargs)
+        args, kwargs, bw_hook = self._before_forward(args, kwargs)
         try:
             result = await forward(*args, **kwargs)
         except BaseException:
             self._call_always_hooks(args, kwargs)
             raise
-        return self._run_hooks(args, kwargs, result, only_always=False)
+        return self._after_forward(args, kwargs, result, bw_hook)
 
     __call__: Callable[..., Any] = _call_impl
 
@@ -230,6 +255,23 @@ class Module:
         if prepend:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return _ModuleHookHandle(handle, self._forward_hooks_with_kwargs, self._forward_hooks_always_called)
+
+    def register_full_backward_pre_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """``hook(module, grad_output) -> None | new grad_output``, called when the gradients of the
+        module's outputs are known, before its inputs' (``_backward_hook``)."""
+        handle = _add_hook(self._backward_pre_hooks, hook)
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """``hook(module, grad_input, grad_output) -> None | new grad_input``, called when the gradients
+        of the module's inputs are known (``_backward_hook``); ``grad_input`` has one entry per
+        positional argument, None where it is not a tensor that requires grad."""
+        handle = _add_hook(self._backward_hooks, hook)
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
 
     def register_state_dict_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
         """``hook(module, prefix, keep_vars)``, called before ``state_dict`` collects this module's entries."""
