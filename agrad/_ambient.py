@@ -39,7 +39,7 @@ __all__ = [
     "anomaly_check_nan", "anomaly_enabled", "before_in_place", "checkpoint_early_stop", "cooperative_call",
     "current_graph_task", "engine_options_override", "grad_enabled", "inference_enabled", "inside_job", "kernel_runner",
     "multithreading", "mutation_on_saved", "outer_saved_hooks", "running_node", "runs_kernels", "saved_hooks",
-    "saved_hooks_disabled",
+    "saved_hooks_disabled", "staged_state_dict_copies",
 ]
 
 # -- recording (agrad/_grad_mode.py, agrad/_graph/) ----------------------------------------
@@ -75,6 +75,10 @@ mutation_on_saved: ContextVar[_AllowMutationOnSavedContext | None] = ContextVar(
     "agrad_allow_mutation_on_saved_tensors", default=None)
 # The innermost set_checkpoint_early_stop's value, None outside any (agrad/utils/checkpoint.py).
 checkpoint_early_stop: ContextVar[bool | None] = ContextVar("agrad_checkpoint_early_stop", default=None)
+# The copies a running Module.load_state_dict has checked and not yet made
+# (Note [Loading is all or nothing], agrad/nn/modules/module.py).
+staged_state_dict_copies: ContextVar[list[Callable[[], None]] | None] = ContextVar(
+    "agrad_staged_state_dict_copies", default=None)
 
 
 # -- what runs this thread's kernels ------------------------------------------------------------

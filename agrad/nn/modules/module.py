@@ -19,7 +19,6 @@ run on the event loop between awaits and must not block.
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import inspect
 import itertools
@@ -28,7 +27,7 @@ from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
-from agrad import _dtype
+from agrad import _ambient, _dtype
 from agrad._backends import canonical
 from agrad._creation import typename
 from agrad._grad_mode import no_grad
@@ -47,14 +46,12 @@ T = TypeVar("T", bound="Module")
 # PyTorch's ``load_state_dict`` copies each entry as it checks it and raises
 # at the end, leaving a model half loaded when a checkpoint does not fit.
 # agrad checks every entry first: ``_load_from_state_dict`` stages its copies
-# in ``_staged_copies`` while ``load_state_dict`` runs, and they are applied
+# in ``_ambient.staged_state_dict_copies`` while ``load_state_dict`` runs, and they are applied
 # only when no error was found.  Same errors, same messages; on failure the
 # model is as it was.  (A copy that itself fails while applying, which the
 # checks rule out for tensors of the right shape, raises PyTorch's "While
 # copying the parameter named ..." error.)  Called on its own, outside
 # ``load_state_dict``, ``_load_from_state_dict`` copies at once.
-_staged_copies: contextvars.ContextVar[list[Callable[[], None]] | None] = contextvars.ContextVar(
-    "agrad_staged_state_dict_copies", default=None)
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -672,7 +669,7 @@ class Module:
                 error_msgs.append(f"size mismatch for {key}: copying a param with shape {input_param.shape} from "
                                   f"checkpoint, the shape in current model is {param.shape}.")
                 continue
-            staged = _staged_copies.get()
+            staged = _ambient.staged_state_dict_copies.get()
             if staged is None:
                 self._copy_in(name, param, input_param, key, assign)
             else:
@@ -736,11 +733,11 @@ class Module:
                                        "it should be done inplace.")
 
         staged: list[Callable[[], None]] = []
-        token = _staged_copies.set(staged)
+        token = _ambient.staged_state_dict_copies.set(staged)
         try:
             load(self, state_dict)
         finally:
-            _staged_copies.reset(token)
+            _ambient.staged_state_dict_copies.reset(token)
         if strict:
             if unexpected_keys:
                 error_msgs.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
