@@ -246,7 +246,7 @@ def selu_(input: Tensor) -> Tensor:
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """``input`` where positive, else ``weight * input``; ``weight`` has one
-    element, or one per channel (dimension 1, or the only one of a 1-D input)."""
+    element, or one per channel (dimension 1; a 1-D input is one channel)."""
     if weight.ndim > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}")
     n = weight.numel()
