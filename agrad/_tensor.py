@@ -72,6 +72,8 @@ class Tensor:
     made them in ``grad_fn``.
     """
 
+    __module__ = "agrad"  # where users import it from: its repr is <class 'agrad.Tensor'>, as torch.Tensor's
+
     __slots__ = (
         "_data", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_version_counter",
         "_accumulator", "_hooks", "_post_acc_hooks", "_retains_grad", "_base", "_view_fn", "_view_version",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -11,7 +11,7 @@ from agrad import _backends, _dtype
 from agrad._ambient import current_graph_task
 from agrad._device import CPU
 from agrad._errors import broadcast_error, dim_out_of_range
-from agrad._ops._common import _grids, _r, _shape_args, _unary_samples, _zeros_on
+from agrad._ops._common import _grids, _on_device, _r, _shape_args, _unary_samples, _zeros_on
 from agrad._ops._inplace import inplace_method
 from agrad._ops._registry import defop, identity
 from agrad._tensor import Tensor
@@ -1054,10 +1054,87 @@ def constant_pad_nd(xp, input, *, pad, value=0):
     return xp.pad(cropped, widths, mode="constant", constant_values=xp.asarray(value).astype(input.dtype))
 
 
+# Note [Non-constant padding]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``F.pad``'s modes reflect, replicate and circular (and the convolutions'
+# ``padding_mode``) are a gather: output position ``i`` (counted from ``-left``) of a padded dimension
+# of size ``n`` reads input position ``i`` reflected at the edges (reflect),
+# clamped to ``[0, n)`` (replicate) or taken modulo ``n`` (circular; negative
+# padding crops first and the rest wraps around what is left).  So each
+# padded dimension is one ``index_select`` with a precomputed index, and the
+# gradient (an index-add of the output gradient into the sources) comes from
+# that op: edge pixels read several times receive the sum.
+def _sources(mode: str, n: int, left: int, right: int) -> np.ndarray:
+    """The input positions that the output of a dimension of size ``n`` padded by ``(left, right)`` reads
+    (Note [Non-constant padding]).  Circular padding crops first (negative padding) and wraps around
+    what is left, as PyTorch does."""
+    i = np.arange(-left, n + right)
+    if mode == "reflect":
+        return (n - 1) - np.abs((n - 1) - np.abs(i))
+    if mode == "replicate":
+        return np.clip(i, 0, n - 1)
+    start, stop = max(-left, 0), n - max(-right, 0)
+    return start + np.mod(i - start, max(stop - start, 1))
+
+
+_AXIS_NAMES = ("W", "H", "D")
+
+
+def _check_gather_pad(input: Tensor, pad: Sequence[int], mode: str) -> None:
+    """PyTorch's checks (and messages) for a reflect, replicate or circular ``pad`` of ``input``."""
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    k = len(pad) // 2
+    if not 1 <= k <= 3 or input.ndim not in (k + 1, k + 2):
+        raise NotImplementedError(
+            f"Padding size {len(pad)} is not supported for {input.ndim}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    shape = list(input.shape)
+    if mode != "circular" and 0 in shape[input.ndim - k - 1:]:
+        raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and other "
+                           f"non-zero dimensions for input, but got: {shape}")
+    for axis in range(k):
+        dim, (left, right) = input.ndim - 1 - axis, pad[2 * axis: 2 * axis + 2]
+        n = shape[dim]
+        if mode == "reflect" and (left >= n or right >= n):
+            raise RuntimeError(f"Argument #{4 + 2 * axis}: Padding size should be less than the corresponding input "
+                               f"dimension, but got: padding ({left}, {right}) at dimension {dim} of input {shape}")
+        if mode == "circular" and (left > n or right > n):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        if n + left + right < 0:
+            if mode == "circular":
+                raise RuntimeError("Negative padding value is resulting in an empty dimension")
+            name = _AXIS_NAMES[axis]
+            raise RuntimeError(f"input ({name}: {n}) is too small. Calculated output {name}: {n + left + right}")
+
+
+def _gather_pad(input: Tensor, pad: Sequence[int], mode: str) -> Tensor:
+    """``F.pad(input, pad, mode)`` for ``mode`` reflect, replicate or circular
+    (Note [Non-constant padding])."""
+    _check_gather_pad(input, pad, mode)
+    out = input
+    for axis in range(len(pad) // 2):
+        left, right = pad[2 * axis: 2 * axis + 2]
+        if left == right == 0:
+            continue
+        dim = input.ndim - 1 - axis
+        index = _sources(mode, input.shape[dim], left, right).astype(np.int64)
+        out = out.index_select(dim, Tensor._make(_on_device(input._data, index)))
+    return out
+
+
 def _pad(input: Tensor, pad: Any, mode: str = "constant", value: Any = None) -> Tensor:
-    """``torch.nn.functional.pad``: only ``mode='constant'`` is supported."""
+    """``torch.nn.functional.pad``: ``mode`` constant (with ``value``, default 0), or reflect,
+    replicate or circular (Note [Non-constant padding])."""
     if mode != "constant":
-        raise NotImplementedError(f"pad: mode {mode!r} is not supported (only 'constant')")
+        if mode not in ("reflect", "replicate", "circular"):
+            raise NotImplementedError(f"Unrecognised padding mode {mode}")
+        if value is not None:
+            raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+        return _gather_pad(input, pad, mode)
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
     if len(pad) // 2 > input.ndim:

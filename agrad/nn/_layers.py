@@ -14,8 +14,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from agrad import _backends, _creation, _dtype
+from agrad._grad_mode import no_grad
 from agrad._ops._elementwise import where
 from agrad._ops._linalg import matmul
+from agrad._ops._sorting import unique
 from agrad._tensor import Tensor
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "layer_norm",
@@ -186,30 +188,58 @@ def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Ten
     return out
 
 
+def _embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float, norm_type: float) -> None:
+    """Rescale in place, without recording a graph, each row of ``weight`` that ``input`` picks and whose
+    ``norm_type``-norm exceeds ``max_norm``, to norm ``max_norm`` (PyTorch's ``embedding_renorm_``, which
+    ``nn.functional.embedding`` runs first when given ``max_norm``)."""
+    with no_grad():
+        rows = unique(input.reshape(-1))
+        picked = weight[rows]
+        norms = picked.norm(norm_type, dim=1, keepdim=True)
+        weight[rows] = picked * where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+
+
+def _scale_grad_by_freq(out: Tensor, input: Tensor) -> None:
+    """Divide the gradient reaching each looked-up row of ``out`` by how often its index occurs in ``input``
+    (``scale_grad_by_freq``: frequent words get no larger steps than rare ones)."""
+    if out.requires_grad:
+        _, inverse, counts = unique(input, return_inverse=True, return_counts=True)
+        scale = (1.0 / counts.to(out.dtype))[inverse].unsqueeze(-1)
+        out.register_hook(lambda grad: grad * scale)
+
+
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
               norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
     """Rows of ``weight`` picked by the integer ``input``.
 
     Gradients of repeated indices accumulate; the ``padding_idx`` row gets none.
+    With ``max_norm``, the picked rows of ``weight`` whose norm exceeds it are
+    first rescaled in place; with ``scale_grad_by_freq``, each row's gradient is
+    divided by how often its index occurs in ``input``.
     """
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not supported")
+    if sparse:
+        raise NotImplementedError("embedding: sparse gradients are not supported (agrad has no sparse tensors)")
     idx = input._data if isinstance(input, Tensor) else _backends.transfer(np.asarray(input), weight.device)
     if idx.dtype.kind not in "iu":
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
-                           f"Long, Int; but got {idx.dtype} instead (while checking arguments for embedding)")
+                           f"Long, Int; but got {_creation.typename(input)} instead (while checking arguments for "
+                           "embedding)")
     n = weight.shape[0]
     with _backends.on(weight.device):
         if bool(_backends.array_module(idx).any((idx < 0) | (idx >= n))):
             raise IndexError("index out of range in self")
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
     out = weight[idx]
     padding_idx = _padding_index(padding_idx, n, "Padding_idx")
-    if padding_idx is None:
-        return out
-    with _backends.on(weight.device):
-        pad = Tensor._make((idx == padding_idx)[..., None])
-    # Same values either way; the padding positions read a detached weight, so its row gets no gradient.
-    return where(pad, weight.detach()[idx], out)
+    if padding_idx is not None:
+        with _backends.on(weight.device):
+            pad = Tensor._make((idx == padding_idx)[..., None])
+        # Same values either way; the padding positions read a detached weight, so its row gets no gradient.
+        out = where(pad, weight.detach()[idx], out)
+    if scale_grad_by_freq:
+        _scale_grad_by_freq(out, input)
+    return out
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
@@ -278,10 +308,9 @@ def _padding_index(padding_idx: int | None, n: int, name: str = "padding_idx") -
     assertion (``embedding`` spells the argument ``Padding_idx`` in it)."""
     if padding_idx is None:
         return None
-    if padding_idx > 0:
-        assert padding_idx < n, f"{name} must be within num_embeddings"
-    elif padding_idx < 0:
-        assert padding_idx >= -n, f"{name} must be within num_embeddings"
+    if not -n <= padding_idx < n:  # PyTorch asserts; checked here under ``python -O`` too
+        raise AssertionError(f"{name} must be within num_embeddings")
+    if padding_idx < 0:
         padding_idx += n
     return padding_idx
 
@@ -327,8 +356,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         raise ValueError("max mode does not support scaling the gradient by the frequency")
     if mode == "max" and sparse:
         raise ValueError("max mode does not support sparse weights")
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding_bag: max_norm, scale_grad_by_freq and sparse are not supported")
+    if sparse:
+        raise NotImplementedError("embedding_bag: sparse gradients are not supported (agrad has no sparse tensors)")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError("embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
@@ -359,7 +388,11 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
     def const(a: np.ndarray) -> Tensor:
         return Tensor._make(_backends.transfer(np.ascontiguousarray(a), dev))
 
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
     rows = weight[const(idx)]
+    if scale_grad_by_freq:
+        _scale_grad_by_freq(rows, input.reshape(-1))
     lengths = ends - starts
     if mode == "max" and bags and lengths.max() > 0:
         slots = np.arange(lengths.max())

@@ -237,11 +237,25 @@ def test_pad_constant_matches_torch(pad: tuple[int, ...], value: float | None) -
     assert gradgradcheck(lambda t: _pad(t, pad, value=value), [a])
 
 
-def test_pad_errors_and_unsupported_modes() -> None:
-    _errors(lambda: _pad(agrad.zeros(2), (1,)), lambda: torch.nn.functional.pad(torch.zeros(2), (1,)))
-    _errors(lambda: _pad(agrad.zeros(2), (1, 1, 1, 1)), lambda: torch.nn.functional.pad(torch.zeros(2), (1, 1, 1, 1)))
-    with pytest.raises(NotImplementedError):
-        _pad(agrad.zeros(1, 2, 3), (1, 1), mode="reflect")
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("shape,pad", [((2, 3, 5), (2, 1)), ((1, 2, 4, 5), (1, 2, 0, 3)),
+                                       ((2, 3, 3, 4), (-1, 2, 1, -1)), ((1, 1, 3, 3, 4), (1, 1, 2, 0, 1, 2))])
+def test_pad_non_constant_matches_torch(mode: str, shape: tuple[int, ...], pad: tuple[int, ...]) -> None:
+    x = RNG.standard_normal(shape)
+    _check_grads(lambda a: (_pad(a, pad, mode=mode) ** 2).sum(),
+                 lambda t: (torch.nn.functional.pad(t, pad, mode=mode) ** 2).sum(), x)
+
+
+def test_pad_errors() -> None:
+    F = torch.nn.functional
+    _errors(lambda: _pad(agrad.zeros(2), (1,)), lambda: F.pad(torch.zeros(2), (1,)))
+    _errors(lambda: _pad(agrad.zeros(2), (1, 1, 1, 1)), lambda: F.pad(torch.zeros(2), (1, 1, 1, 1)))
+    _errors(lambda: _pad(agrad.zeros(1, 2, 3), (1, 1), mode="wrap"), lambda: F.pad(torch.zeros(1, 2, 3), (1, 1),
+                                                                                    mode="wrap"))
+    _errors(lambda: _pad(agrad.zeros(1, 2, 3), (1, 1), mode="reflect", value=1.0),
+            lambda: F.pad(torch.zeros(1, 2, 3), (1, 1), mode="reflect", value=1.0))
+    _errors(lambda: _pad(agrad.zeros(1, 2, 3), (3, 1), mode="reflect"),
+            lambda: F.pad(torch.zeros(1, 2, 3), (3, 1), mode="reflect"))
 
 
 def test_masked_fill_scalar_tensor_and_inplace() -> None:

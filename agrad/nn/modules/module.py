@@ -80,7 +80,7 @@ def _check_name(kind: str, name: Any, module: "Module") -> None:
     if not isinstance(name, str):
         raise TypeError(f"{kind} name should be a string. Got {typename(name)}")
     if "." in name:
-        raise KeyError(f'{kind} name can\'t contain "."')
+        raise KeyError(f'{kind} name can\'t contain "."' + (f", got: {name}" if kind == "module" else ""))
     if name == "":
         raise KeyError(f'{kind} name can\'t be empty string ""')
 
