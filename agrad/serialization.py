@@ -17,12 +17,37 @@ loads as the flat dict of its tensors.
     >>> state["w"].shape, state["step"]
     (agrad.Size([2, 3]), 7)
 
+A :class:`~agrad.nn.Parameter` loads as a Parameter (with its
+``requires_grad``), an ``OrderedDict`` (what ``state_dict()`` returns) as an
+``OrderedDict``, and dict keys keep their types (an optimizer's state is
+keyed by int), so a model's and an optimizer's ``state_dict`` round-trip:
+
+    >>> model = agrad.nn.Linear(3, 2)
+    >>> buf = io.BytesIO()
+    >>> agrad.save(model.state_dict(), buf)
+    >>> _ = buf.seek(0)
+    >>> model.load_state_dict(agrad.load(buf))
+    <All keys matched successfully>
+
 Deliberate differences from ``torch.save``: tensors that share memory (views
 of one another) are saved and loaded as separate tensors (one tensor object
 saved twice loads as one object); a non-leaf tensor loads as a leaf with its
 ``requires_grad``; Python objects other than the ones above raise
 ``TypeError`` instead of being pickled.  The ``safetensors`` package is an
 optional extra: ``pip install 'agrad[serialization]'``.
+
+A PyTorch checkpoint (a ``.pt`` file holding a ``state_dict``) converts, with
+PyTorch installed, to a safetensors file that ``agrad.load`` reads as its dict
+of tensors (``.clone()`` because ``safetensors`` refuses tensors that share
+memory, as tied weights do)::
+
+    python -c "
+    import sys, torch, safetensors.torch as st
+    sd = torch.load(sys.argv[1], map_location='cpu', weights_only=True)
+    st.save_file({k: v.detach().clone().contiguous() for k, v in sd.items()}, sys.argv[2])
+    " m.pt m.safetensors
+
+then ``model.load_state_dict(agrad.load("m.safetensors"))``.
 """
 
 from __future__ import annotations
@@ -31,6 +56,7 @@ import json
 import math
 import os
 import struct
+from collections import OrderedDict
 from typing import IO, Any
 
 import numpy as np
@@ -41,6 +67,7 @@ from agrad._device import CPU
 from agrad._device import device as device_type
 from agrad._size import Size
 from agrad._tensor import Tensor
+from agrad.nn.parameter import Parameter
 
 __all__ = ["save", "load"]
 
@@ -75,7 +102,8 @@ class _Writer:
                 key = self.seen[id(obj)] = str(len(self.arrays))
                 data = obj._data if obj.device is CPU else obj.detach().cpu()._data
                 self.arrays[key] = data if data.flags.c_contiguous else data.copy(order="C")  # 0-d stays 0-d
-            return {"tensor": key, "requires_grad": obj.requires_grad}
+            node = {"tensor": key, "requires_grad": obj.requires_grad}
+            return {**node, "parameter": True} if isinstance(obj, Parameter) else node
         if obj is None or isinstance(obj, (bool, int, str)):
             return {"value": obj}
         if isinstance(obj, float):
@@ -85,7 +113,8 @@ class _Writer:
         if isinstance(obj, Size):
             return {"size": list(obj)}
         if isinstance(obj, dict):
-            return {"dict": [[self.node(k), self.node(v)] for k, v in obj.items()]}
+            items = [[self.node(k), self.node(v)] for k, v in obj.items()]
+            return {"ordered_dict": items} if isinstance(obj, OrderedDict) else {"dict": items}
         if isinstance(obj, (list, tuple)):
             return {"list" if isinstance(obj, list) else "tuple": [self.node(v) for v in obj]}
         raise TypeError(f"agrad.save: cannot save an object of type {type(obj).__name__} (agrad saves tensors, "
@@ -94,8 +123,8 @@ class _Writer:
 
 def save(obj: Any, f: str | os.PathLike[str] | IO[bytes], pickle_module: Any = None, pickle_protocol: int = 2,
          _use_new_zipfile_serialization: bool = True) -> None:
-    """Save ``obj`` (a tensor, or dicts, lists and tuples of tensors and plain
-    values) to ``f``, a path or a binary file, as a safetensors file; see the
+    """Save ``obj`` (a tensor or Parameter, or dicts, OrderedDicts, lists and tuples
+    of tensors and plain values) to ``f``, a path or a binary file, as a safetensors file; see the
     module docstring.  ``pickle_module`` and friends are accepted for PyTorch's
     signature and ignored: agrad never pickles."""
     st = _safetensors()
@@ -146,13 +175,13 @@ def load(f: str | os.PathLike[str] | IO[bytes], map_location: Any = None, pickle
     device = None if map_location is None else canonical(map_location)
     tensors: dict[str, Tensor] = {}
 
-    def tensor(key: str, requires_grad: bool) -> Tensor:
+    def tensor(key: str, requires_grad: bool, parameter: bool = False) -> Tensor:
         t = tensors.get(key)
         if t is None:
             t = Tensor._make(arrays[key])
             if device is not None and device is not CPU:
                 t = t.to(device)
-            t.requires_grad_(requires_grad)
+            t = Parameter(t, requires_grad) if parameter else t.requires_grad_(requires_grad)
             tensors[key] = t
         return t
 
@@ -160,7 +189,7 @@ def load(f: str | os.PathLike[str] | IO[bytes], map_location: Any = None, pickle
         kind = next(iter(node))  # each node is {kind: value, ...}
         value = node[kind]
         if kind == "tensor":
-            return tensor(value, node["requires_grad"])
+            return tensor(value, node["requires_grad"], node.get("parameter", False))
         if kind == "value":
             return value
         if kind == "float":
@@ -171,6 +200,8 @@ def load(f: str | os.PathLike[str] | IO[bytes], map_location: Any = None, pickle
             return Size(value)
         if kind == "dict":
             return {build(k): build(v) for k, v in value}
+        if kind == "ordered_dict":
+            return OrderedDict((build(k), build(v)) for k, v in value)
         items = [build(v) for v in value]
         return items if kind == "list" else tuple(items)
 

@@ -94,6 +94,8 @@ def create_app(backend: str) -> Starlette:
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     saliency, tta = BACKENDS[backend]()
     model.weights()
+    if backend.startswith("agrad"):
+        model.mlp()  # agrad's module, its weights loaded from a checkpoint
     return Starlette(routes=[
         Route("/saliency", functools.partial(_answer, saliency), methods=["POST"]),
         Route("/tta", functools.partial(_answer, tta), methods=["POST"]),

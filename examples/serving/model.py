@@ -4,6 +4,12 @@ The weights are drawn once per process from ``numpy.random.default_rng(0)``
 with ``torch.nn.Linear``'s initialisation (weight and bias uniform in
 ``±1/sqrt(fan_in)``) and shared, read-only, by every request: agrad and
 PyTorch get the same numbers, as tensors with ``requires_grad=False``.
+agrad's model is an ``agrad.nn.Sequential`` of ``Linear`` and ``ReLU``
+layers (:func:`mlp`) whose weights come from a checkpoint, as a served
+model's do: the weights are written once per process to a safetensors file
+in a temporary directory (a plain ``state_dict``-keyed file, as PyTorch or
+any other library writes one) and loaded with ``agrad.load`` and
+``load_state_dict``.
 
 Two computations, each written once per library as a plain synchronous
 function, plus a numpy reference (forward and hand-written backward) that
@@ -12,10 +18,14 @@ checks their answers:
 * **saliency** — the gradient of the top logit of each row w.r.t. the input:
   ``x.requires_grad_()``, ``top = mlp(x).max(dim=1).values.sum()``,
   answer ``d top / d x`` (batch, 784) float32.
-* **test-time adaptation** (tta) — a private copy of the last layer's weight
-  and bias, one SGD step (lr 0.1) on the mean prediction entropy of
-  ``softmax(logits)`` over the request's batch, answer the adapted logits
-  (batch, 10) float32.  The shared weights are never touched.
+* **test-time adaptation** (tta) — one SGD step (lr 0.1) on the last layer's
+  weight and bias for the mean prediction entropy of ``softmax(logits)`` over
+  the request's batch, answer the adapted logits (batch, 10) float32.  The
+  shared weights are never touched: agrad runs the last layer with the
+  request's own tensors through ``agrad.func.functional_call`` (on a private
+  copy of the layer, so concurrent requests never see each other's weights)
+  and differentiates it with ``agrad.func.grad_sync``; PyTorch uses a private
+  copy of the last layer's weight and bias.
 
 For agrad each computation is one synchronous function; the awaited form
 runs it with ``agrad.cooperative``, so both share every line of model code.
@@ -26,6 +36,8 @@ PyTorch is imported lazily: the agrad functions work without it.
 from __future__ import annotations
 
 import functools
+import os
+import tempfile
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -37,7 +49,7 @@ if TYPE_CHECKING:
     import torch
 
 __all__ = [
-    "IN_FEATURES", "N_CLASSES", "SIZES", "TTA_LR", "Weights", "weights",
+    "IN_FEATURES", "N_CLASSES", "SIZES", "TTA_LR", "Weights", "weights", "mlp",
     "saliency_agrad_sync", "saliency_agrad", "tta_agrad_sync", "tta_agrad",
     "saliency_torch", "tta_torch", "saliency_reference", "tta_reference", "checkable_inputs",
 ]
@@ -71,15 +83,39 @@ def weights() -> Weights:
 
 
 @functools.cache
-def _agrad_weights() -> tuple[tuple[agrad.Tensor, agrad.Tensor], ...]:
-    return tuple((agrad.tensor(w), agrad.tensor(b)) for w, b in weights())
+def _checkpoint_dir() -> tempfile.TemporaryDirectory[str]:
+    return tempfile.TemporaryDirectory(prefix="agrad-serving-")  # removed when the process exits
 
 
-def _features_agrad(x: agrad.Tensor) -> agrad.Tensor:
-    """The last hidden layer's activations (every layer but the output one)."""
-    for w, b in _agrad_weights()[:-1]:
-        x = F.relu(F.linear(x, w, b))
-    return x
+@functools.cache
+def _checkpoint() -> str:
+    """A safetensors file of the shared weights keyed as :func:`mlp`'s ``state_dict``
+    (``0.weight``, ``0.bias``, ``2.weight``, ...), written once per process."""
+    from safetensors.numpy import save_file
+
+    path = os.path.join(_checkpoint_dir().name, "mlp.safetensors")
+    save_file({f"{2 * i}.{name}": array for i, (w, b) in enumerate(weights())
+               for name, array in (("weight", w), ("bias", b))}, path)
+    return path
+
+
+@functools.cache
+def mlp() -> agrad.nn.Sequential:
+    """agrad's model, built once per process: ``Sequential(Linear, ReLU, ..., Linear)`` with
+    the weights loaded from the checkpoint; its parameters do not require grad (they are
+    shared by every request and never trained)."""
+    layers: list[agrad.nn.Module] = []
+    for fan_in, fan_out in zip(SIZES[:-1], SIZES[1:]):
+        layers += [agrad.nn.Linear(fan_in, fan_out), agrad.nn.ReLU()]
+    model = agrad.nn.Sequential(*layers[:-1])
+    model.load_state_dict(agrad.load(_checkpoint()))
+    return model.requires_grad_(False).eval()
+
+
+@functools.cache
+def _hidden_layers() -> agrad.nn.Sequential:
+    """Every layer of :func:`mlp` but the output one (the same modules, sliced once)."""
+    return mlp()[:-1]
 
 
 # Each computation is plain PyTorch-style code, written once: the blocking
@@ -91,8 +127,7 @@ def _features_agrad(x: agrad.Tensor) -> agrad.Tensor:
 def saliency_agrad_sync(x: np.ndarray) -> np.ndarray:
     """Saliency with agrad: (batch, 784) float32 -> (batch, 784) float32."""
     xt = agrad.from_numpy(x).requires_grad_()
-    w_out, b_out = _agrad_weights()[-1]
-    top = F.linear(_features_agrad(xt), w_out, b_out).max(dim=1).values.sum()
+    top = mlp()(xt).max(dim=1).values.sum()
     (gx,) = agrad.autograd.grad_sync(top, xt)
     return gx.numpy()
 
@@ -102,17 +137,21 @@ def _mean_entropy_agrad(logits: agrad.Tensor) -> agrad.Tensor:
     return -(log_p.exp() * log_p).sum(dim=1).mean()
 
 
+def _head_entropy_agrad(params: dict[str, agrad.Tensor], features: agrad.Tensor) -> agrad.Tensor:
+    """The mean prediction entropy of the output layer run with ``params`` in place of its own."""
+    return _mean_entropy_agrad(agrad.func.functional_call(mlp()[-1], params, (features,)))
+
+
 def tta_agrad_sync(x: np.ndarray) -> np.ndarray:
     """Test-time adaptation with agrad: (batch, 784) float32 -> adapted logits (batch, 10)."""
-    w_shared, b_shared = _agrad_weights()[-1]
+    head = mlp()[-1]
     with agrad.no_grad():  # the shared layers are not adapted: no graph through them
-        features = _features_agrad(agrad.from_numpy(x))
-    w = w_shared.clone().requires_grad_()
-    b = b_shared.clone().requires_grad_()
-    loss = _mean_entropy_agrad(F.linear(features, w, b))
-    gw, gb = agrad.autograd.grad_sync(loss, (w, b))
+        features = _hidden_layers()(agrad.from_numpy(x))
+    shared = dict(head.named_parameters())  # read, never written
+    grads = agrad.func.grad_sync(_head_entropy_agrad)(shared, features)
+    adapted = {name: p - TTA_LR * grads[name] for name, p in shared.items()}
     with agrad.no_grad():
-        return F.linear(features, w - TTA_LR * gw, b - TTA_LR * gb).numpy()
+        return agrad.func.functional_call(head, adapted, (features,)).numpy()
 
 
 async def saliency_agrad(x: np.ndarray) -> np.ndarray:

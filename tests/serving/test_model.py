@@ -46,8 +46,14 @@ def test_torch_matches_the_reference(batch: int) -> None:
 
 def test_shared_weights_are_read_only_and_unchanged_by_tta() -> None:
     before = [(w.copy(), b.copy()) for w, b in model.weights()]
+    params = list(model.mlp().parameters())
     model.tta_agrad_sync(_inputs(4))
     for (w, b), (w0, b0) in zip(model.weights(), before):
         assert not w.flags.writeable and not b.flags.writeable
         np.testing.assert_array_equal(w, w0)
         np.testing.assert_array_equal(b, b0)
+    assert list(model.mlp().parameters()) == params  # the agrad module's own Parameters, unchanged
+    for (w, b), layer in zip(before, model.mlp()[::2]):
+        assert not layer.weight.requires_grad and layer.weight.grad is None
+        np.testing.assert_array_equal(layer.weight.numpy(), w)
+        np.testing.assert_array_equal(layer.bias.numpy(), b)
