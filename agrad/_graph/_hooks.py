@@ -32,6 +32,10 @@ class RemovableHandle:
     def remove(self) -> None:
         self._hooks.pop(self.id, None)
 
+    def hooks_dict_ref(self) -> dict[int, Any]:
+        """The hooks dict this handle's hook is in (PyTorch's is a weak reference to it)."""
+        return self._hooks
+
     def __enter__(self) -> "RemovableHandle":
         return self
 

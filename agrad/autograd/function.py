@@ -256,6 +256,7 @@ def _wrap_outputs(ctx: BackwardCFunction, args: Sequence[Any], output: Any, reco
         # An input returned as-is becomes a new tensor viewing it.
         wrapped = [o._alias() if isinstance(o, Tensor) and not _is_in(o, dirty) and _is_in(o, args) else o
                    for o in outputs]
+        non_diff = tuple(w for o, w in zip(outputs, wrapped) if _is_in(o, non_diff))  # aliases of marked inputs
         if recording:
             for d in dirty:
                 _check_dirty(d, len(outputs))

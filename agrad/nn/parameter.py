@@ -95,7 +95,10 @@ class Buffer(metaclass=_BufferMeta):
 
 
 class _MarkedBuffer(Tensor):
-    """What ``Buffer(t)`` returns until a Module registers it."""
+    """What ``Buffer(t)`` returns: a Tensor carrying the buffer mark, registered as it is."""
 
     __slots__ = ("_persistent",)
     _persistent: bool
+
+
+register_plain_type(_MarkedBuffer)  # Note [Plain tensor types]

@@ -69,7 +69,7 @@ class BackwardHook:
         out = list(args)
         for i, t in zip(index, wrapped):
             out[i] = t
-        return tuple(out), index
+        return (tuple(out) if type(args) is tuple else type(args)(*out)), index  # a namedtuple stays one
 
     def setup_input_hook(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
         def hook(grad_input: tuple[Any, ...], _: Any) -> tuple[Any, ...] | None:

@@ -83,7 +83,7 @@ class _NormBase(Module):
 
     def _load_from_state_dict(self, state_dict: Mapping[str, Any], prefix: str, local_metadata: dict[str, Any],
                               strict: bool, missing_keys: list[str], unexpected_keys: list[str],
-                              error_msgs: list[str], assign: bool = False) -> None:
+                              error_msgs: list[str]) -> None:
         """Checkpoints older than ``num_batches_tracked`` (version < 2, or no version
         recorded) load with the current counter, or 0, in its place, as PyTorch does."""
         version = local_metadata.get("version", None)
@@ -94,7 +94,7 @@ class _NormBase(Module):
                 state_dict[key] = (self.num_batches_tracked if self.num_batches_tracked is not None
                                    else tensor(0, dtype=_dtype.int64))
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                                      error_msgs, assign)
+                                      error_msgs)
 
 
 class _BatchNorm(_NormBase):

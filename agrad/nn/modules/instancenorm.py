@@ -57,7 +57,7 @@ class _InstanceNorm(_NormBase):
 
     def _load_from_state_dict(self, state_dict: Mapping[str, Any], prefix: str, local_metadata: dict[str, Any],
                               strict: bool, missing_keys: list[str], unexpected_keys: list[str],
-                              error_msgs: list[str], assign: bool = False) -> None:
+                              error_msgs: list[str]) -> None:
         """Running statistics in a checkpoint without a version, loaded into a layer that does
         not track them, are PyTorch's error (old checkpoints had them by default); they are dropped."""
         version = local_metadata.get("version", None)
@@ -77,7 +77,7 @@ class _InstanceNorm(_NormBase):
                 for key in running_stats_keys:
                     state_dict.pop(key)
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                                      error_msgs, assign)
+                                      error_msgs)
 
     def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)

@@ -23,6 +23,7 @@ import functools
 import inspect
 import itertools
 import warnings
+import weakref
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
@@ -161,10 +162,10 @@ class Module:
                     args = result if isinstance(result, tuple) else (result,)
         return args, kwargs
 
-    def _run_hooks(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any, only_always: bool) -> Any:
+    def _run_hooks(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any, called: set[int]) -> Any:
         for hook_id, hook in list(self._forward_hooks.items()):
-            if only_always and hook_id not in self._forward_hooks_always_called:
-                continue
+            if hook_id in self._forward_hooks_always_called:
+                called.add(hook_id)
             if hook_id in self._forward_hooks_with_kwargs:
                 hook_result = hook(self, args, kwargs, result)
             else:
@@ -173,13 +174,24 @@ class Module:
                 result = hook_result
         return result
 
-    def _call_always_hooks(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """On a failed forward, the hooks registered with ``always_call=True`` still run (with result None)."""
-        if self._forward_hooks_always_called:
+    def _call_always_hooks(self, args: tuple[Any, ...], kwargs: dict[str, Any], called: set[int]) -> None:
+        """When a pre-hook, ``forward`` or a forward hook raised, the hooks registered with
+        ``always_call=True`` that have not run yet still run, each on its own: one that raises
+        too is reported as a warning and the others still run (the first error propagates)."""
+        result = None
+        for hook_id, hook in list(self._forward_hooks.items()):
+            if hook_id not in self._forward_hooks_always_called or hook_id in called:
+                continue
             try:
-                self._run_hooks(args, kwargs, None, only_always=True)
-            except Exception:  # PyTorch warns and re-raises the forward's error
-                pass
+                if hook_id in self._forward_hooks_with_kwargs:
+                    hook_result = hook(self, args, kwargs, result)
+                else:
+                    hook_result = hook(self, args, result)
+                if hook_result is not None:
+                    result = hook_result
+            except Exception as e:
+                warnings.warn("module forward hook with ``always_call=True`` raised an exception that was "
+                              f"silenced as another error was raised in forward: {e}", stacklevel=3)
 
     def _before_forward(self, args: tuple[Any, ...],
                         kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any], BackwardHook | None]:
@@ -192,8 +204,8 @@ class Module:
         return args, kwargs, bw_hook
 
     def _after_forward(self, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any,
-                       bw_hook: BackwardHook | None) -> Any:
-        result = self._run_hooks(args, kwargs, result, only_always=False)
+                       bw_hook: BackwardHook | None, called: set[int]) -> Any:
+        result = self._run_hooks(args, kwargs, result, called)
         if bw_hook is not None:
             if not isinstance(result, (Tensor, tuple)):
                 warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple of "
@@ -208,23 +220,23 @@ class Module:
             return self._call_async(forward, args, kwargs)
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks):
             return forward(*args, **kwargs)
-        args, kwargs, bw_hook = self._before_forward(args, kwargs)
+        called: set[int] = set()
         try:
-            result = forward(*args, **kwargs)
-        except BaseException:
-            self._call_always_hooks(args, kwargs)
+            args, kwargs, bw_hook = self._before_forward(args, kwargs)
+            return self._after_forward(args, kwargs, forward(*args, **kwargs), bw_hook, called)
+        except Exception:
+            self._call_always_hooks(args, kwargs, called)
             raise
-        return self._after_forward(args, kwargs, result, bw_hook)
 
     async def _call_async(self, forward: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Note [Async forward]."""
-        args, kwargs, bw_hook = self._before_forward(args, kwargs)
+        called: set[int] = set()
         try:
-            result = await forward(*args, **kwargs)
-        except BaseException:
-            self._call_always_hooks(args, kwargs)
+            args, kwargs, bw_hook = self._before_forward(args, kwargs)
+            return self._after_forward(args, kwargs, await forward(*args, **kwargs), bw_hook, called)
+        except Exception:
+            self._call_always_hooks(args, kwargs, called)
             raise
-        return self._after_forward(args, kwargs, result, bw_hook)
 
     __call__: Callable[..., Any] = _call_impl
 
@@ -281,7 +293,7 @@ class Module:
     def register_load_state_dict_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
         """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
         error_msgs)``, called before this module loads its entries."""
-        return _add_hook(self._load_state_dict_pre_hooks, functools.partial(hook, self))
+        return _add_hook(self._load_state_dict_pre_hooks, _WithModule(hook, self))
 
     def register_load_state_dict_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
         """``hook(module, incompatible_keys)``, called after ``load_state_dict``; it may edit the key lists."""
@@ -299,8 +311,6 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{typename(tensor)}' object to buffer '{name}' "
                             "(agrad Tensor or None required)")
-        if isinstance(tensor, _MarkedBuffer):
-            tensor = _unmark(tensor)
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -350,6 +360,21 @@ class Module:
             if not isinstance(mod, Module):
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
+
+    def set_submodule(self, target: str, module: "Module", strict: bool = False) -> None:
+        """Set the submodule at the dotted path ``target`` (its parent must exist); with
+        ``strict``, only replace an existing one."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
+        if strict and not hasattr(parent, name):
+            raise AttributeError(parent._get_name() + " has no attribute `" + name + "`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError("`" + name + "` is not an nn.Module")
+        setattr(parent, name, module)
 
     def get_parameter(self, target: str) -> Parameter:
         """The parameter at the dotted path ``target``."""
@@ -421,8 +446,7 @@ class Module:
         if isinstance(value, _MarkedBuffer):
             if buffers is None:
                 raise AttributeError("cannot assign buffer before Module.__init__() call")
-            remove_from(self.__dict__, self._parameters, self._modules)
-            self.register_buffer(name, value, value._persistent)
+            self._register_assigned_buffer(name, value, value._persistent)
             return
         if buffers is not None and name in buffers:
             if value is not None and not isinstance(value, Tensor):
@@ -431,6 +455,17 @@ class Module:
             buffers[name] = value
             return
         object.__setattr__(self, name, value)
+
+    def _register_assigned_buffer(self, name: str, value: Tensor, persistent: bool) -> None:
+        """``self.name = Buffer(t)``: ``register_buffer`` (which refuses a name held by another
+        attribute), without ``persistent`` when a subclass overrides it without that argument."""
+        if "persistent" in inspect.signature(self.register_buffer).parameters:
+            self.register_buffer(name, value, persistent)
+        elif not persistent:
+            raise RuntimeError("Registering a non-persistent buffer on a Module subclass that implements "
+                               "register_buffer() without the persistent argument is not allowed.")
+        else:
+            self.register_buffer(name, value)
 
     def __delattr__(self, name: str) -> None:
         if name in self._parameters:
@@ -623,6 +658,17 @@ class Module:
         for name, buf in self._buffers.items():
             if buf is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = buf if keep_vars else buf.detach()
+        if _overrides(self, "get_extra_state"):
+            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
+
+    def get_extra_state(self) -> Any:
+        """Extra (picklable) state to save in ``state_dict`` as ``<prefix>_extra_state``; a module
+        that overrides it overrides ``set_extra_state`` to load it back."""
+        raise RuntimeError("Module.get_extra_state() is called only when a subclass overrides it")
+
+    def set_extra_state(self, state: Any) -> None:
+        """Load what ``get_extra_state`` saved (see there)."""
+        raise RuntimeError("Module.set_extra_state() is called only when a subclass overrides it")
 
     def state_dict(self, *args: Any, destination: Any = None, prefix: str = "", keep_vars: bool = False) -> Any:
         """An ordered dict of every parameter and persistent buffer by dotted name, detached
@@ -632,6 +678,10 @@ class Module:
                             "positional arguments were removed in PyTorch")
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        local_metadata = {"version": self._version}
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
         for hook in self._state_dict_pre_hooks.values():
             hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
@@ -639,16 +689,16 @@ class Module:
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
         for hook in self._state_dict_hooks.values():
-            result = hook(self, destination, prefix, {})
-            if result is not None:
-                destination = result
+            if hook(self, destination, prefix, local_metadata) is not None:
+                raise RuntimeError("state_dict post-hook must return None")
         return destination
 
     def _load_from_state_dict(self, state_dict: Mapping[str, Any], prefix: str, local_metadata: dict[str, Any],
                               strict: bool, missing_keys: list[str], unexpected_keys: list[str],
-                              error_msgs: list[str], assign: bool = False) -> None:
+                              error_msgs: list[str]) -> None:
         """Load this module's own entries from ``state_dict`` (PyTorch's rules and messages);
-        a subclass overrides it to read older layouts."""
+        a subclass overrides it to read older layouts (``local_metadata["version"]``)."""
+        assign = local_metadata.get("assign_to_params_buffers", False)
         for hook in self._load_state_dict_pre_hooks.values():
             hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
         persistent_buffers = {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
@@ -669,14 +719,18 @@ class Module:
                 error_msgs.append(f"size mismatch for {key}: copying a param with shape {input_param.shape} from "
                                   f"checkpoint, the shape in current model is {param.shape}.")
                 continue
-            staged = _ambient.staged_state_dict_copies.get()
-            if staged is None:
-                self._copy_in(name, param, input_param, key, assign)
-            else:
-                staged.append(functools.partial(self._copy_in, name, param, input_param, key, assign))
+            _stage(functools.partial(self._copy_in, name, param, input_param, key, assign))
+        extra_state_key = prefix + _EXTRA_STATE_KEY_SUFFIX
+        if _overrides(self, "set_extra_state"):
+            if extra_state_key in state_dict:
+                _stage(functools.partial(self.set_extra_state, state_dict[extra_state_key]))
+            elif strict:
+                missing_keys.append(extra_state_key)
+        elif strict and extra_state_key in state_dict:
+            unexpected_keys.append(extra_state_key)
         if strict:
             for key in state_dict:
-                if key.startswith(prefix):
+                if key.startswith(prefix) and key != extra_state_key:
                     input_name = key[len(prefix):].split(".", 1)
                     if len(input_name) > 1:  # a submodule's key: it must name a child
                         if input_name[0] not in self._modules:
@@ -714,28 +768,13 @@ class Module:
         missing_keys: list[str] = []
         unexpected_keys: list[str] = []
         error_msgs: list[str] = []
+        metadata = getattr(state_dict, "_metadata", None)
         state_dict = OrderedDict(state_dict)
-
-        def load(module: Module, local_state_dict: Mapping[str, Any], prefix: str = "") -> None:
-            module._load_from_state_dict(local_state_dict, prefix, {}, True, missing_keys, unexpected_keys,
-                                         error_msgs, assign)
-            for name, child in module._modules.items():
-                if child is not None:
-                    child_prefix = prefix + name + "."
-                    child_state_dict = {k: v for k, v in local_state_dict.items() if k.startswith(child_prefix)}
-                    load(child, child_state_dict, child_prefix)
-            incompatible = _IncompatibleKeys(missing_keys, unexpected_keys)
-            for hook in module._load_state_dict_post_hooks.values():
-                out = hook(module, incompatible)
-                if out is not None:
-                    raise RuntimeError("Hooks registered with ``register_load_state_dict_post_hook`` are not "
-                                       "expected to return new values, if incompatible_keys need to be modified, "
-                                       "it should be done inplace.")
-
         staged: list[Callable[[], None]] = []
         token = _ambient.staged_state_dict_copies.set(staged)
         try:
-            load(self, state_dict)
+            _load_tree(self, state_dict, "", metadata, assign, _IncompatibleKeys(missing_keys, unexpected_keys),
+                       error_msgs)
         finally:
             _ambient.staged_state_dict_copies.reset(token)
         if strict:
@@ -779,6 +818,65 @@ class Module:
         return main_str + ")"
 
 
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"
+
+
+def _overrides(module: Module, method: str) -> bool:
+    """Whether ``module``'s class overrides ``Module``'s ``method`` (``get_extra_state``/``set_extra_state``)."""
+    return getattr(type(module), method) is not getattr(Module, method)
+
+
+def _stage(copy_in: Callable[[], None]) -> None:
+    """Run ``copy_in`` now, or after every check when ``load_state_dict`` stages (Note [Loading is all or nothing])."""
+    staged = _ambient.staged_state_dict_copies.get()
+    if staged is None:
+        copy_in()
+    else:
+        staged.append(copy_in)
+
+
+def _load_tree(module: Module, state_dict: Mapping[str, Any], prefix: str, metadata: Mapping[str, Any] | None,
+               assign: bool, incompatible: _IncompatibleKeys, error_msgs: list[str]) -> None:
+    """``load_state_dict``'s walk: ``module``'s own entries, its children's, then its post-hooks."""
+    local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
+    if assign:
+        local_metadata["assign_to_params_buffers"] = assign
+    module._load_from_state_dict(state_dict, prefix, local_metadata, True, incompatible.missing_keys,
+                                 incompatible.unexpected_keys, error_msgs)
+    for name, child in module._modules.items():
+        if child is not None:
+            child_prefix = prefix + name + "."
+            child_state_dict = {k: v for k, v in state_dict.items() if k.startswith(child_prefix)}
+            _load_tree(child, child_state_dict, child_prefix, metadata, assign, incompatible, error_msgs)
+    for hook in module._load_state_dict_post_hooks.values():
+        if hook(module, incompatible) is not None:
+            raise RuntimeError("Hooks registered with ``register_load_state_dict_post_hook`` are not expected to "
+                               "return new values, if incompatible_keys need to be modified, it should be done "
+                               "inplace.")
+
+
+class _WithModule:
+    """``hook`` called with its module first, holding the module weakly (PyTorch's
+    ``_WrappedHook``): a strong reference, stored in the module, would be a cycle."""
+
+    def __init__(self, hook: Callable[..., Any], module: Module) -> None:
+        self.hook = hook
+        self.module = weakref.ref(module)
+
+    def __call__(self, *args: Any) -> Any:
+        module = self.module()
+        if module is None:
+            raise RuntimeError("You are trying to call the hook of a dead Module!")
+        return self.hook(module, *args)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"hook": self.hook, "module": self.module()}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.hook = state["hook"]
+        self.module = weakref.ref(state["module"])
+
+
 class _ModuleHookHandle(RemovableHandle):
     """A forward hook's handle: removing it also drops its ``with_kwargs``/``always_call`` flags."""
 
@@ -796,23 +894,29 @@ class _ModuleHookHandle(RemovableHandle):
             d.pop(self.id, None)
 
 
-def _unmark(t: _MarkedBuffer) -> Tensor:
-    """The plain tensor a module registers for ``Buffer(t)``."""
-    return t.detach().requires_grad_(t.requires_grad)
-
-
 def _parse_to(*args: Any, device: Any = None, dtype: Any = None, non_blocking: bool = False,
               memory_format: Any = None, copy: bool = False) -> tuple[Any, _dtype.dtype | None]:
-    """``(device, dtype)`` from ``Module.to``'s overloads (PyTorch's ``torch._C._nn._parse_to``)."""
-    for a in args:
-        if isinstance(a, bool):
-            continue  # non_blocking: copies are synchronous
-        elif isinstance(a, Tensor):
-            device, dtype = a.device, a.dtype
-        elif isinstance(a, (_dtype.dtype, type)) and a is not str:
-            dtype = a
-        elif isinstance(a, (str, int)) or hasattr(a, "type"):
-            device = a
-        else:
-            raise TypeError(f"to() received an invalid combination of arguments - got ({type(a).__name__})")
+    """``(device, dtype)`` from ``Module.to``'s overloads (PyTorch's ``torch._C._nn._parse_to``):
+    ``to(tensor, non_blocking)``, ``to(dtype, non_blocking)``, ``to(device, dtype, non_blocking)``."""
+    if copy:
+        raise RuntimeError(".to() does not accept copy argument")
+    rest = list(args)
+    if rest and isinstance(rest[0], Tensor):
+        device, dtype = rest[0].device, rest.pop(0).dtype
+    elif rest and _is_dtype(rest[0]):
+        dtype = rest.pop(0)
+    elif rest:
+        device = rest.pop(0)
+        if rest:
+            dtype = rest.pop(0)
+    device_ok = device is None or isinstance(device, (str, int)) and not isinstance(device, bool) \
+        or hasattr(device, "type")
+    if (len(rest) > 1 or (rest and not isinstance(rest[0], bool)) or not device_ok
+            or not (dtype is None or _is_dtype(dtype))):
+        raise TypeError("to() received an invalid combination of arguments - got "
+                        f"({', '.join(type(a).__name__ for a in args)})")
     return (None if device is None else canonical(device)), (None if dtype is None else _dtype.to_dtype(dtype))
+
+
+def _is_dtype(a: Any) -> bool:
+    return isinstance(a, _dtype.dtype) or (isinstance(a, type) and a is not str)
