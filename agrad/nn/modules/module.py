@@ -678,7 +678,9 @@ class Module:
                             "positional arguments were removed in PyTorch")
         if destination is None:
             destination = OrderedDict()
-            destination._metadata = OrderedDict()
+            # PyTorch's per-module versions, an attribute of the dict (its instance dict: an
+            # OrderedDict has one), as PyTorch's loaders look for it.
+            destination.__dict__["_metadata"] = OrderedDict()
         local_metadata = {"version": self._version}
         if hasattr(destination, "_metadata"):
             destination._metadata[prefix[:-1]] = local_metadata
