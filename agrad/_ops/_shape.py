@@ -11,10 +11,14 @@ from agrad import _backends, _dtype
 from agrad._ambient import current_graph_task
 from agrad._device import CPU
 from agrad._errors import broadcast_error, dim_out_of_range
+from agrad._grad_mode import grad_enabled
+from agrad._graph._node import Node
 from agrad._ops._common import _grids, _on_device, _r, _shape_args, _unary_samples, _zeros_on
+from agrad._ops._dispatch import _make_view
 from agrad._ops._inplace import inplace_method
-from agrad._ops._registry import defop, identity
-from agrad._tensor import Tensor
+from agrad._ops._record import record
+from agrad._ops._registry import REGISTRY, OpDef, defop, identity
+from agrad._tensor import InferenceCounter, Tensor
 
 # The public names of this family (star-imported by ``agrad/__init__.py``).
 __all__ = ["reshape", "transpose", "unsqueeze", "squeeze", "clone", "flatten", "permute", "broadcast_to", "cat",
@@ -294,25 +298,6 @@ def _slice(xp, input, *, dim, start, end, step):
 
 def _slice_view(input: Any, dim: int, start: int, end: int, step: int) -> Any:
     return input[(slice(None),) * dim + (slice(start, end, step),)]
-
-
-# Note [Split pieces]
-# ~~~~~~~~~~~~~~~~~~~
-# PyTorch's split records one SplitBackward0 (SplitWithSizesBackward0 for
-# section sizes) shared by the pieces; agrad gives each piece its own node,
-# a slice's (``_slice``'s forward and vjp) under PyTorch's name.  A separate
-# entry, not a node name chosen per call on ``_slice``, so that ordinary
-# slicing pays nothing for it.
-@defop(view=True, ref=lambda torch: lambda x, dim, start, end, kind: torch.ops.aten.slice(x, dim, start, end),
-       vjp=lambda g, input_shape, dim, start, end, kind: _slice_grad(g, input_shape, dim, start, end, 1),
-       node=("SplitBackward0", "SplitWithSizesBackward0"), node_for=lambda dim, start, end, kind: f"{kind}Backward0",
-       samples=lambda rng: [((_r(rng, 5, 4),), {"dim": 0, "start": 2, "end": 4, "kind": "Split"}),
-                            ((_r(rng, 3, 5),), {"dim": 1, "start": 1, "end": 4, "kind": "SplitWithSizes"}),
-                            ((_r(rng, 0, 3),), {"dim": 0, "start": 0, "end": 0, "kind": "Split"})])
-def _split_piece(xp, input, *, dim, start, end, kind):
-    """One piece of ``split`` or ``chunk``: ``input[start:end]`` along ``dim``
-    (``kind`` names the node only; Note [Split pieces])."""
-    return _slice_view(input, dim, start, end, 1)
 
 
 @defop(view=True, ref=lambda torch: torch.ops.aten.alias, vjp=identity, node="AliasBackward0",
@@ -692,7 +677,8 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
 
 
 def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
-    """Split into pieces of ``split_size`` (the last may be smaller) or of the given section sizes."""
+    """Split into pieces of ``split_size`` (the last may be smaller) or of the given section sizes: views
+    of ``tensor``, the outputs of one SplitBackward0 (SplitWithSizesBackward0); Note [Multi-output views]."""
     d = _wrap_dim(dim, tensor.ndim)
     if tensor.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
@@ -701,22 +687,30 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
         step = int(split_size_or_sections)
         if step < 0 or (step == 0 and size != 0):
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
-        if size == 0:
-            return _mark_multi_output((_split_piece(tensor, dim=d, start=0, end=0, kind="Split"),), "Split")
-        return _mark_multi_output(
-            tuple(_split_piece(tensor, dim=d, start=s, end=min(s + step, size), kind="Split")
-                  for s in range(0, size, step)), "Split")
+        bounds = [(s, min(s + step, size)) for s in range(0, size, step)] if size else [(0, 0)]
+        return _pieces(tensor, d, bounds, SplitBackward0, split_size=step)
     sections = [int(s) for s in split_size_or_sections]
     if sum(sections) != size or any(s < 0 for s in sections):
         raise RuntimeError(
             f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension "
             f"{d}), but got split_sizes={sections}"
         )
-    out, start = [], 0
-    for s in sections:
-        out.append(_split_piece(tensor, dim=d, start=start, end=start + s, kind="SplitWithSizes"))
-        start += s
-    return _mark_multi_output(tuple(out), "SplitWithSizes")  # Note [Multi-output views]
+    return _split_with_sizes(tensor, d, sections)
+
+
+def _split_with_sizes(tensor: Tensor, dim: int, sections: Sequence[int]) -> tuple[Tensor, ...]:
+    """``tensor`` split along ``dim`` (wrapped) into pieces of the ``sections`` sizes, which sum to its size."""
+    ends = np.cumsum(sections, dtype=np.int64).tolist()
+    bounds = [(end - s, end) for s, end in zip(sections, ends)]
+    return _pieces(tensor, dim, bounds, SplitWithSizesBackward0, split_sizes=tuple(sections))
+
+
+def _pieces(tensor: Tensor, dim: int, bounds: Sequence[tuple[int, int]], node: type[_ViewsNode],
+            **attrs: Any) -> tuple[Tensor, ...]:
+    """The slices ``start:end`` of ``tensor`` along ``dim`` for each of ``bounds``, as the outputs of one
+    ``node`` (Note [Multi-output views])."""
+    slices = [{"dim": dim, "start": start, "end": end, "step": 1} for start, end in bounds]
+    return _views_of(tensor, _SLICE, slices, node, dim=dim, self_sym_sizes=tuple(tensor.shape), **attrs)
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
@@ -728,10 +722,8 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     d = _wrap_dim(dim, input.ndim)
     size = input.shape[d]
     step = -(-size // chunks)
-    if step == 0:
-        return _mark_multi_output(
-            tuple(_split_piece(input, dim=d, start=0, end=0, kind="SplitWithSizes") for _ in range(chunks)),
-            "SplitWithSizes")  # PyTorch splits an empty dimension with sizes
+    if step == 0:  # PyTorch splits an empty dimension with sizes
+        return _split_with_sizes(input, d, [0] * chunks)
     return split(input, step, d)
 
 
@@ -1174,32 +1166,136 @@ def select(xp, input, *, dim, index):
 
 # Note [Multi-output views]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
-# The outputs of an op that returns several views of one input (``unbind``)
-# share one base; writing into one in place would have to rebase the history
-# of all of them, which PyTorch refuses ("... is the output of a function that
-# returns multiple views").  Such outputs, when created in grad mode from an
-# input that requires grad, carry ``_multi_output`` ("Output <i> of <Op>"),
-# which views of them inherit (``_make_view``), and the in-place path
-# (``_inplace``) and a custom Function's ``mark_dirty`` raise on it while
-# recording (``_inplace.check_view_write``).  Views made otherwise hold None.
-# A deliberate difference: the op table records one output per node, so
-# ``unbind``'s outputs are ``select`` views, each with its own SelectBackward0
-# (PyTorch: one UnbindBackward0 whose output_nr is the index); the gradients,
-# views and in-place errors are PyTorch's.
-def _mark_multi_output(views: tuple[Tensor, ...], op: str) -> tuple[Tensor, ...]:
-    """Mark ``views``, the outputs of ``op``, as multi-output views if recorded."""
-    for i, v in enumerate(views):
-        if v._base is not None and v.requires_grad:
-            v._mark_multi_output(f"Output {i} of {op}")
-    return views
+# ``unbind``, ``split`` and ``chunk`` return several views of one input, and,
+# as PyTorch, record one node for all of them (``_views_of``): output ``i``'s
+# ``grad_fn`` is that node (UnbindBackward0, SplitBackward0,
+# SplitWithSizesBackward0) with ``output_nr`` ``i``, and its backward joins the
+# outputs' gradients (``stack``, ``cat``; zeros for an output that got none)
+# into the input's, once: a node per output would scatter each gradient into
+# zeros of the whole input, ``O(T^2)`` for a loop over ``T`` steps.  The join
+# is written in agrad ops, so a ``create_graph`` backward differentiates it.
+# Each output is an ordinary view of the input otherwise (``_make_view``: base,
+# version counter, creation mark), whose replay on the base is its own
+# ``select`` or ``slice``, so a view regenerated after an in-place write into
+# its base gets that op's node, SelectBackward0 or SliceBackward0 (a
+# deliberate difference: PyTorch refuses to regenerate a multi-output view).
+#
+# The views share one base; writing into one in place would have to rebase
+# the history of all of them, which PyTorch refuses ("... is the output of a
+# function that returns multiple views").  Outputs so recorded carry
+# ``_multi_output`` ("Output <i> of <Op>"), which views of them inherit
+# (``_become_view``), and the in-place path (``_inplace``) and a custom
+# Function's ``mark_dirty`` raise on it while recording
+# (``_inplace.check_view_write``).  Views made otherwise hold None.
+class _ViewsNode(Node):
+    """The one backward node of a multi-output view op (Note [Multi-output views]).  Its
+    ``_saved_<name>`` attributes are PyTorch's; they stay after a backward, and the node can
+    run again, as it saves no tensor."""
+
+    __slots__ = ("_attrs",)
+
+    def __init__(self, attrs: dict[str, Any]) -> None:
+        super().__init__()
+        self._attrs = attrs
+
+    @property
+    def _saved_dim(self) -> int:
+        return self._attrs["dim"]
+
+    def _join(self, grads: list[Tensor], dim: int) -> Tensor:
+        """The input's gradient from one gradient per output."""
+        raise NotImplementedError
+
+    def apply(self, grads: list[Any], task: Any) -> Sequence[Any]:
+        like = next((g for g in grads if g is not None), None)
+        if like is None:
+            return [None]
+        parts = [_zeros_on(like, meta[0]) if g is None else g for g, meta in zip(grads, self._input_meta)]
+        return [self._join(parts, self._attrs["dim"])]
+
+
+class UnbindBackward0(_ViewsNode):
+    """``unbind``'s node: the stack of the slices' gradients."""
+
+    __slots__ = ()
+
+    def _join(self, grads: list[Tensor], dim: int) -> Tensor:
+        return stack(grads, dim)
+
+
+class _PiecesNode(_ViewsNode):
+    """A split's node: the concatenation of the pieces' gradients."""
+
+    __slots__ = ()
+
+    @property
+    def _saved_self_sym_sizes(self) -> tuple[int, ...]:
+        return self._attrs["self_sym_sizes"]
+
+    def _join(self, grads: list[Tensor], dim: int) -> Tensor:
+        return cat(grads, dim)
+
+
+class SplitBackward0(_PiecesNode):
+    """``split`` into pieces of one size (``chunk`` too)."""
+
+    __slots__ = ()
+
+    @property
+    def _saved_split_size(self) -> int:
+        return self._attrs["split_size"]
+
+
+class SplitWithSizesBackward0(_PiecesNode):
+    """``split`` into pieces of the given sizes."""
+
+    __slots__ = ()
+
+    @property
+    def _saved_split_sizes(self) -> tuple[int, ...]:
+        return self._attrs["split_sizes"]
+
+
+_SELECT = REGISTRY["select"]
+_SLICE = REGISTRY["slice"]
+
+
+def _views_of(input: Tensor, piece: OpDef, calls: Sequence[dict[str, Any]], node: type[_ViewsNode],
+              **attrs: Any) -> tuple[Tensor, ...]:
+    """``piece(input, **call)`` for each of ``calls``, views of ``input`` that are, when
+    recorded, the outputs of one new ``node`` with ``attrs`` (Note [Multi-output views])."""
+    data = input._data
+    xp = _backends.array_module(data)
+    counter = input._version_counter
+    if type(counter) is InferenceCounter:  # views of an inference tensor are untracked ones (``apply``)
+        return tuple(Tensor._make(piece.forward(xp, data, **c), version_counter=counter) for c in calls)
+    outs = []
+    for c in calls:
+        out = Tensor._make(piece.forward(xp, data, **c))
+        _make_view(piece, c, input, out, xp)
+        outs.append(out)
+    if outs and grad_enabled.get() and input.requires_grad:
+        def connect(n: Node) -> None:
+            for i, o in enumerate(outs):
+                o._set_grad_fn(n, i)
+
+        recorded = node(attrs)
+        record(None, (input,), {}, None, node=recorded, edges=(input._gradient_edge(),), outputs=outs,
+               connect=connect)
+        op = recorded.name().removesuffix("Backward0")
+        for i, o in enumerate(outs):
+            o._mark_multi_output(f"Output {i} of {op}")
+    return tuple(outs)
 
 
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
-    """All slices of ``input`` along ``dim``, each a view (``select``); see Note [Multi-output views]."""
+    """All slices of ``input`` along ``dim``: views, the outputs of one UnbindBackward0
+    (Note [Multi-output views])."""
     if input.ndim == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     d = _wrap_dim(dim, input.ndim)
-    return _mark_multi_output(tuple(select(input, d, i) for i in range(input.shape[d])), "Unbind")
+    return _views_of(input, _SELECT, [{"dim": d, "index": i} for i in range(input.shape[d])], UnbindBackward0,
+                     dim=d)
 
 
 def _diagonal_parse(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> tuple[tuple, dict]:

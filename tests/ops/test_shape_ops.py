@@ -191,6 +191,122 @@ def test_split_chunk_gradients_when_only_some_outputs_are_used() -> None:
     _check_grads(lambda a: a.chunk(3, -1)[0].sum() * 2, lambda t: t.chunk(3, -1)[0].sum() * 2, x)
 
 
+# -- multi-output views: one node for all outputs (Note [Multi-output views]) ------
+
+# name: (the input's shape, the call)
+MULTI_VIEWS: dict[str, tuple[tuple[int, ...], Callable[[Any], Any]]] = {
+    "unbind": ((3, 3), lambda t: t.unbind(0)),
+    "unbind-last": ((3, 3), lambda t: t.unbind(-1)),
+    "split": ((3, 3), lambda t: t.split(2)),
+    "split-sizes": ((3, 3), lambda t: t.split([1, 0, 2], 1)),
+    "chunk": ((3, 3), lambda t: t.chunk(2, 1)),
+    "split-empty-dim": ((0, 3), lambda t: t.split(2)),
+    "chunk-empty-dim": ((0, 3), lambda t: t.chunk(3)),
+    "unbind-of-a-view": ((3, 3), lambda t: t.transpose(0, 1)[1:].unbind(1)),
+}
+MULTI_VIEW_CASES = [pytest.param(shape, call, id=name) for name, (shape, call) in MULTI_VIEWS.items()]
+
+
+def _graph_summary(lib: Any, shape: tuple[int, ...], call: Callable[[Any], Any]) -> tuple[Any, ...]:
+    """How ``call``'s outputs sit in the graph: node names, output numbers, one node, saved attributes, views."""
+    y = lib.tensor(RNG.standard_normal(shape), requires_grad=True) * 1
+    outs = call(y)
+    node = outs[0].grad_fn
+    saved = {n: getattr(node, n) for n in dir(node) if n.startswith("_saved_") and n != "_saved_dim"}
+    return (type(outs).__name__, [o.grad_fn.name() for o in outs], [o.output_nr for o in outs],
+            all(o.grad_fn is node for o in outs), [f.name() for f, _ in node.next_functions], saved,
+            all(o._base is y and o._version == y._version for o in outs))
+
+
+@pytest.mark.parametrize(("shape", "call"), MULTI_VIEW_CASES)
+def test_multi_output_views_are_the_outputs_of_one_node(shape: tuple[int, ...], call: Callable[[Any], Any]) -> None:
+    assert _graph_summary(agrad, shape, call) == _graph_summary(torch, shape, call)
+
+
+def test_multi_output_node_saves_the_dims_and_sizes() -> None:
+    """PyTorch's ``_saved_`` attributes (it saves a negative dim as an unsigned int: agrad wraps it)."""
+    y = agrad.ones(3, 4, requires_grad=True) * 1
+    assert y.unbind(-1)[0].grad_fn._saved_dim == 1
+    node = y.split(3, 1)[0].grad_fn
+    assert (node._saved_dim, node._saved_self_sym_sizes, node._saved_split_size) == (1, (3, 4), 3)
+    assert y.split([1, 2], 0)[0].grad_fn._saved_split_sizes == (1, 2)
+
+
+@pytest.mark.parametrize(("shape", "call"), MULTI_VIEW_CASES)
+def test_multi_output_view_gradients_match_torch(shape: tuple[int, ...], call: Callable[[Any], Any]) -> None:
+    """Every other output unused (its gradient is zeros in the join), and double backward."""
+    def loss(lib: Any, t: Any) -> Any:
+        outs = call(t * 1)
+        return sum(((o * (i + 1)) ** 2).sum() for i, o in enumerate(outs) if i % 2 == 0) + t.sum() * 0
+
+    x = RNG.standard_normal(shape)
+    _check_grads(lambda a: loss(agrad, a), lambda t: loss(torch, t), x)
+    a = agrad.tensor(x, requires_grad=True)
+    assert gradcheck(lambda t: tuple(o * 2 for o in call(t)[::2]), (a,))
+    assert gradgradcheck(lambda t: tuple(o ** 2 for o in call(t)[::2]), (a,))
+
+
+def test_unbind_create_graph_matches_torch() -> None:
+    x = RNG.standard_normal((4, 3))
+    results = []
+    for lib, grad in ((agrad, agrad.autograd.grad_sync), (torch, torch.autograd.grad)):
+        t = lib.tensor(x, requires_grad=True)
+        steps = t.unbind(0)
+        y = sum((s ** 3).sum() for s in steps[1:])
+        (g,) = grad(y, t, create_graph=True)
+        (gg,) = grad((g * g).sum(), t)
+        results.append((g.grad_fn.name(), g.detach().numpy().copy(), gg.numpy().copy()))
+    assert results[0][0] == results[1][0] == "StackBackward0"  # the join, differentiable again
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-12)
+    np.testing.assert_allclose(results[0][2], results[1][2], rtol=1e-12)
+
+
+@pytest.mark.parametrize("lib_name", ["agrad", "torch"])
+def test_multi_output_node_runs_again_and_keeps_hooks(lib_name: str) -> None:
+    """The node saves no tensor, so a second backward through it works; ``retain_grad`` and
+    hooks on one output see that output's gradient."""
+    lib = agrad if lib_name == "agrad" else torch
+    x = lib.ones(3, 2, requires_grad=True)
+    outs = x.clone().unbind(0)
+    outs[1].retain_grad()
+    seen = []
+    outs[2].register_hook(lambda g: seen.append(g.tolist()))
+    loss = (outs[1] + outs[2] + outs[2]).sum()  # saves no tensor either
+    _backward = (lambda t: t.backward_sync()) if lib is agrad else (lambda t: t.backward())
+    _backward(loss)
+    _backward(loss)
+    assert outs[1].grad.tolist() == [2.0, 2.0]
+    assert seen == [[2.0, 2.0], [2.0, 2.0]]
+    assert x.grad.tolist() == [[0.0, 0.0], [2.0, 2.0], [4.0, 4.0]]
+
+
+@pytest.mark.parametrize("call", [lambda t: t.unbind(1), lambda t: t.split(2), lambda t: t.split([2, 1]),
+                                  lambda t: t.chunk(2)], ids=["unbind", "split", "split-sizes", "chunk"])
+def test_in_place_on_a_multi_output_view_raises_as_torch(call: Callable[[Any], Any]) -> None:
+    texts = []
+    for lib in (agrad, torch):
+        outs = call(lib.ones(3, 2, requires_grad=True) * 1)
+        with pytest.raises(RuntimeError, match="returns multiple views") as err:
+            outs[1].mul_(2)
+        texts.append(str(err.value))
+        with lib.no_grad():
+            outs[1].mul_(2)  # not recorded: allowed
+    assert texts[0] == texts[1]
+
+
+def test_multi_output_views_outside_grad_mode() -> None:
+    """No node, no mark: views still, and inference tensors' pieces are inference tensors."""
+    x = agrad.ones(3, 2, requires_grad=True) * 1
+    with agrad.no_grad():
+        outs = x.unbind(0)
+    assert all(o._base is x and o.grad_fn is None for o in outs)
+    with agrad.inference_mode():
+        z = agrad.ones(3, 2)
+        pieces = z.split(1)
+    assert all(p.is_inference() and not p._is_view() for p in pieces)
+    assert agrad.zeros(0, 2, requires_grad=True).unbind(0) == ()
+
+
 def test_narrow_matches_torch() -> None:
     x = RNG.standard_normal((5, 4))
     _check_grads(lambda a: (a.narrow(0, 1, 3) ** 2).sum(), lambda t: (t.narrow(0, 1, 3) ** 2).sum(), x)

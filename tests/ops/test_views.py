@@ -74,9 +74,17 @@ def view_of_view(lib: Any, x: Any) -> Any:
     return b
 
 
+def unbind_after_write(lib: Any, x: Any) -> Any:
+    b = x * 2
+    b[1:].mul_(3)
+    first, *rest = b.unbind(0)  # one UnbindBackward0 on the CopySlices history
+    return lib.stack([*rest, first * first])
+
+
 SCENARIOS: list[Callable[[Any, Any], Any]] = [
     write_through_slice, leaf_buffer_gets_history, base_modified_after_view, setitem_scalar,
     setitem_from_graph, transposed_view_of_reshape, advanced_setitem, copy_into_view, view_of_view,
+    unbind_after_write,
 ]
 
 
@@ -155,3 +163,28 @@ def test_modifying_a_saved_tensor_through_a_view_is_detected() -> None:
     b[0:1].mul_(3)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.backward_sync()
+
+
+def test_multi_output_views_regenerate_as_their_own_view_op() -> None:
+    """After an in-place write into the base, PyTorch refuses to use an output of unbind or
+    split; agrad re-derives it as its own select or slice (Note [Multi-output views])."""
+    a = agrad.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=agrad.float64, requires_grad=True)
+    b = a * 1
+    row, col = b.unbind(0)[1], b.split(1, 1)[0]
+    assert row.grad_fn.name() == "UnbindBackward0" and col.grad_fn.name() == "SplitBackward0"
+    b.mul_(3)
+    assert row.grad_fn.name() == "SelectBackward0" and col.grad_fn.name() == "SliceBackward0"
+    assert row._version == col._version == b._version == 1
+    loss = (row * col.squeeze(1)).sum()  # 9 * (a10 * a00 + a11 * a10)
+    assert loss.item() == 135.0
+    loss.backward_sync()
+    assert a.grad.tolist() == [[27.0, 0.0], [45.0, 27.0]]
+
+    def regenerated(t: Any) -> Any:
+        u = t * 1
+        pieces = u.unbind(1)
+        u.mul_(2)
+        return pieces[0] * pieces[1]
+
+    assert gradcheck(regenerated, (a.detach().requires_grad_(),))
+    assert gradgradcheck(regenerated, (a.detach().requires_grad_(),))

@@ -2,9 +2,8 @@
 
 Parameter names, shapes, registration order, initialisation, ``repr`` and the
 input checks are PyTorch's, so a ``state_dict`` moves between the two.  The
-layers compose differentiable ops (and one small Function whose backward is
-itself differentiable, Note [Unbinding the steps]), so ``create_graph`` and
-``agrad.func`` see through them; there is no fused kernel.
+layers compose differentiable ops, so ``create_graph`` and ``agrad.func`` see
+through them; there is no fused kernel.
 
     >>> _ = agrad.manual_seed(0)
     >>> lstm = agrad.nn.LSTM(10, 20, num_layers=2)
@@ -32,16 +31,6 @@ the step is a bare ``baddbmm(gx, h, W_hh^T)``.  GRU cannot: its new gate is
 ``tanh(W_in x + b_in + r * (W_hn h + b_hn))``, where ``b_hn`` is scaled by the
 reset gate, so GRU keeps ``b_hh`` in the recurrence.  ``_Gates.sums_gates``
 says which kind a mode is; ``_Recurrence.bias`` is None when the bias was folded.
-
-Note [Unbinding the steps]
-~~~~~~~~~~~~~~~~~~~~~~~~~~
-The loop takes step ``t``'s projections from the ``(T, D, B, G)`` tensor.
-agrad's ``unbind`` is ``T`` ``select`` nodes, and each one's backward scatters
-its gradient into a zero tensor of the whole projection, so a backward would
-cost ``O(T^2 * D * B * G)``: at ``T = 640`` the backward took four times as
-long per step as at ``T = 40``.  ``_Steps`` is PyTorch's ``UnbindBackward0``
-instead: one node whose backward stacks the ``T`` gradients (written with
-``stack``, so it is differentiable again), linear in ``T``.
 
 Note [Packed sequences as masked steps]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -71,7 +60,6 @@ from agrad._ops._elementwise import where
 from agrad._ops._linalg import addmm, baddbmm, matmul
 from agrad._ops._shape import cat, stack
 from agrad._tensor import Tensor
-from agrad.autograd.function import Function
 from agrad.nn import functional as F
 from agrad.nn import init
 from agrad.nn.modules.module import Module
@@ -176,18 +164,6 @@ def _time_aligned(pieces: Sequence[Tensor]) -> list[Tensor]:
     return [p.flip(0) if d else p for d, p in enumerate(pieces)]
 
 
-class _Steps(Function):
-    """``x.unbind(0)`` as one node whose backward stacks the gradients (Note [Unbinding the steps])."""
-
-    @staticmethod
-    def forward(ctx: Any, x: Tensor) -> tuple[Tensor, ...]:
-        return x.unbind(0)
-
-    @staticmethod
-    def backward(ctx: Any, *grads: Tensor) -> Tensor:
-        return stack(grads)
-
-
 def _present(weights: Sequence[_Weights], field: str) -> list[Tensor]:
     """Each direction's ``field`` parameter, or ``[]`` where the layer has none."""
     return [t for t in (getattr(w, field) for w in weights) if t is not None]
@@ -223,7 +199,7 @@ def _run_layer(gates: _Gates, x: Tensor, state: _State, weights: Sequence[_Weigh
     projections = _present(weights, "weight_hr")
     w_hr_t = stack(projections).mT if projections else None
     outputs = []
-    for t, gx in enumerate(_Steps.apply(_input_projection(gates, x, weights))):
+    for t, gx in enumerate(_input_projection(gates, x, weights).unbind(0)):
         new = gates.step(gx, state, recur)
         if w_hr_t is not None:  # LSTM's projection: h = (o * tanh(c)) @ W_hr^T
             new = (matmul(new[0], w_hr_t), *new[1:])
