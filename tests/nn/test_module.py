@@ -369,3 +369,18 @@ def test_full_backward_hooks_see_and_replace_what_torchs_do(input_requires_grad:
 def test_full_backward_hook_warns_without_input_grad() -> None:
     with pytest.warns(UserWarning, match="Full backward hook is firing when gradients are computed"):
         _hooked_run(agrad, False, False)
+
+
+def test_layer_list_is_every_familys() -> None:
+    """``agrad.nn.modules.__all__`` is one literal list (mypy reads it); it must be
+    ``Module`` and every family's ``__all__``, each name once, and all in ``agrad.nn``."""
+    import importlib
+    import pkgutil
+
+    import agrad.nn.modules as modules
+
+    families = [m.name for m in pkgutil.iter_modules(modules.__path__) if not m.name.startswith("_")
+                and m.name != "module"]
+    expected = ["Module"] + [n for f in families for n in importlib.import_module(f"agrad.nn.modules.{f}").__all__]
+    assert sorted(modules.__all__) == sorted(expected) and len(set(expected)) == len(expected)
+    assert set(modules.__all__) <= set(agrad.nn.__all__)

@@ -1,26 +1,5 @@
 """The layers of ``agrad.nn``, one module per family as in ``torch.nn.modules``."""
 
-from agrad.nn.modules import (
-    activation,
-    batchnorm,
-    container,
-    conv,
-    distance,
-    dropout,
-    flatten,
-    fold,
-    instancenorm,
-    linear,
-    loss,
-    normalization,
-    padding,
-    pixelshuffle,
-    pooling,
-    rnn,
-    sparse,
-    transformer,
-    upsampling,
-)
 from agrad.nn.modules.activation import *  # noqa: F403
 from agrad.nn.modules.batchnorm import *  # noqa: F403
 from agrad.nn.modules.container import *  # noqa: F403
@@ -42,10 +21,56 @@ from agrad.nn.modules.sparse import *  # noqa: F403
 from agrad.nn.modules.transformer import *  # noqa: F403
 from agrad.nn.modules.upsampling import *  # noqa: F403
 
+# One literal list (type checkers read it; tests/nn/test_module.py checks it is
+# every family's ``__all__``), by family.
 __all__ = [
     "Module",
-    *activation.__all__, *batchnorm.__all__, *container.__all__, *conv.__all__, *distance.__all__,
-    *dropout.__all__, *flatten.__all__, *fold.__all__, *instancenorm.__all__, *linear.__all__, *loss.__all__,
-    *normalization.__all__, *padding.__all__, *pixelshuffle.__all__, *pooling.__all__, *rnn.__all__,
-    *sparse.__all__, *transformer.__all__, *upsampling.__all__,
+    # activation
+    "Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh", "SiLU", "Mish",
+    "Hardswish", "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink", "LeakyReLU", "LogSigmoid", "Softplus",
+    "Softshrink", "PReLU", "Softsign", "Tanhshrink", "Softmin", "Softmax", "Softmax2d", "LogSoftmax",
+    # batchnorm
+    "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
+    # container
+    "Container", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
+    # conv
+    "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+    # distance
+    "PairwiseDistance", "CosineSimilarity",
+    # dropout
+    "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
+    # flatten
+    "Flatten", "Unflatten",
+    # fold
+    "Fold", "Unfold",
+    # instancenorm
+    "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
+    # linear
+    "Identity", "Linear", "Bilinear",
+    # loss
+    "L1Loss", "NLLLoss", "NLLLoss2d", "PoissonNLLLoss", "GaussianNLLLoss", "KLDivLoss", "MSELoss", "BCELoss",
+    "BCEWithLogitsLoss", "HingeEmbeddingLoss", "MultiLabelMarginLoss", "SmoothL1Loss", "HuberLoss",
+    "SoftMarginLoss", "CrossEntropyLoss", "MultiLabelSoftMarginLoss", "CosineEmbeddingLoss", "MarginRankingLoss",
+    "MultiMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "CTCLoss",
+    # normalization
+    "LocalResponseNorm", "LayerNorm", "GroupNorm", "RMSNorm",
+    # padding
+    "CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
+    "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
+    "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
+    # pixelshuffle
+    "PixelShuffle", "PixelUnshuffle",
+    # pooling
+    "MaxPool1d", "MaxPool2d", "MaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "AvgPool1d", "AvgPool2d",
+    "AvgPool3d", "LPPool1d", "LPPool2d", "LPPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
+    # rnn
+    "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
+    # sparse
+    "Embedding", "EmbeddingBag",
+    # transformer
+    "MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+    "TransformerDecoderLayer",
+    # upsampling
+    "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
 ]
