@@ -246,6 +246,44 @@ REQUIRED: dict[str, set[str]] = {
     "dtypes": _names("""
         bfloat16 bool double float float16 float32 float64 half int int16 int32 int64 int8 long short uint8
     """),
+    "torch.nn": _names("""
+        AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d AdaptiveMaxPool3d
+        AlphaDropout AvgPool1d AvgPool2d AvgPool3d BCELoss BCEWithLogitsLoss BatchNorm1d BatchNorm2d BatchNorm3d
+        Bilinear Buffer CELU CTCLoss CircularPad1d CircularPad2d CircularPad3d ConstantPad1d ConstantPad2d
+        ConstantPad3d Container Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d
+        CosineEmbeddingLoss CosineSimilarity CrossEntropyLoss Dropout Dropout1d Dropout2d Dropout3d ELU Embedding
+        EmbeddingBag FeatureAlphaDropout Flatten Fold GELU GLU GRU GRUCell GaussianNLLLoss GroupNorm Hardshrink
+        Hardsigmoid Hardswish Hardtanh HingeEmbeddingLoss HuberLoss Identity InstanceNorm1d InstanceNorm2d
+        InstanceNorm3d KLDivLoss L1Loss LPPool1d LPPool2d LPPool3d LSTM LSTMCell LayerNorm LeakyReLU Linear
+        LocalResponseNorm LogSigmoid LogSoftmax MSELoss MarginRankingLoss MaxPool1d MaxPool2d MaxPool3d MaxUnpool1d
+        MaxUnpool2d MaxUnpool3d Mish Module ModuleDict ModuleList MultiLabelMarginLoss MultiLabelSoftMarginLoss
+        MultiMarginLoss MultiheadAttention NLLLoss NLLLoss2d PReLU PairwiseDistance Parameter ParameterDict
+        ParameterList PixelShuffle PixelUnshuffle PoissonNLLLoss RMSNorm RNN RNNBase RNNCell RNNCellBase RReLU ReLU
+        ReLU6 ReflectionPad1d ReflectionPad2d ReflectionPad3d ReplicationPad1d ReplicationPad2d ReplicationPad3d
+        SELU Sequential SiLU Sigmoid SmoothL1Loss SoftMarginLoss Softmax Softmax2d Softmin Softplus Softshrink
+        Softsign Tanh Tanhshrink Threshold Transformer TransformerDecoder TransformerDecoderLayer TransformerEncoder
+        TransformerEncoderLayer TripletMarginLoss TripletMarginWithDistanceLoss Unflatten Unfold Upsample
+        UpsamplingBilinear2d UpsamplingNearest2d ZeroPad1d ZeroPad2d ZeroPad3d functional init modules parameter
+        utils
+    """),
+    "torch.nn.init": _names("""
+        calculate_gain constant_ dirac_ eye_ kaiming_normal_ kaiming_uniform_ normal_ ones_ orthogonal_ sparse_
+        trunc_normal_ uniform_ xavier_normal_ xavier_uniform_ zeros_
+    """),
+    "torch.nn.utils": _names("""
+        clip_grad_norm clip_grad_norm_ clip_grad_value_ clip_grads_with_norm_ get_total_norm parameters_to_vector
+        rnn vector_to_parameters
+    """),
+    "torch.optim": _names("""
+        ASGD Adadelta Adagrad Adam AdamW Adamax LBFGS NAdam Optimizer RAdam RMSprop Rprop SGD lr_scheduler
+    """),
+    "torch.optim.lr_scheduler": _names("""
+        ChainedScheduler ConstantLR CosineAnnealingLR CosineAnnealingWarmRestarts CyclicLR ExponentialLR LRScheduler
+        LambdaLR LinearLR MultiStepLR MultiplicativeLR OneCycleLR PolynomialLR ReduceLROnPlateau SequentialLR StepLR
+    """),
+    "torch.func": _names("""
+        functional_call grad grad_and_value vjp
+    """),
 }
 
 
