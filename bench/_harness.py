@@ -22,6 +22,7 @@ import gc
 import json
 import os
 import platform
+import re
 import resource
 import statistics
 import subprocess
@@ -238,3 +239,20 @@ def format_table(title: str, unit: str, scale: float, results: Sequence[Measurem
                               for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
     return "\n".join([caption, line(head), *map(line, rows)])
+
+
+def write_docs_region(page: str, region: str, body: str) -> None:
+    """Rewrite the ``<!-- region:begin -->``...``<!-- region:end -->`` block of the docs
+    page ``page`` with ``body`` (appended to the page if it has no such block)."""
+    begin, end = f"<!-- {region}:begin -->", f"<!-- {region}:end -->"
+    block = f"{begin}\n{body.strip()}\n{end}"
+    with open(page) as f:
+        text = f.read()
+    if begin in text and end in text:
+        text = re.sub(re.escape(begin) + r".*?" + re.escape(end), lambda _: block, text, flags=re.S)
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    with open(page, "w") as f:
+        f.write(text)
+    print(f"docs: {os.path.relpath(page, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))} "
+          f"({region} region) written")

@@ -37,7 +37,6 @@ import argparse
 import asyncio
 import ctypes
 import os
-import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -55,6 +54,7 @@ from _harness import (  # noqa: E402
     format_table,
     machine_info,
     measure,
+    write_docs_region,
 )
 
 import agrad  # noqa: E402
@@ -378,20 +378,6 @@ def report(out: Outcome, markdown: bool = False) -> str:
                         notes=notes, markdown=markdown)
 
 
-def write_docs(body: str) -> None:
-    """Rewrite the ``conv`` region of docs/performance.md (appended if missing)."""
-    begin, end = "<!-- conv:begin -->", "<!-- conv:end -->"
-    block = f"{begin}\n{body.strip()}\n{end}"
-    text = open(DOCS_PAGE).read()
-    if begin in text and end in text:
-        text = re.sub(re.escape(begin) + r".*?" + re.escape(end), lambda _: block, text, flags=re.S)
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    with open(DOCS_PAGE, "w") as f:
-        f.write(text)
-    print(f"docs: {os.path.relpath(DOCS_PAGE, ROOT)} (conv region) written")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Check gradients, time every workload, print the tables (and write the docs with --docs)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -439,7 +425,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parts = ["```text", header, "```", "", f"Command: `{command}`; {settings}; {load}.", ""]
         for out in outcomes:
             parts += [report(out, markdown=True), ""]
-        write_docs("\n".join(parts))
+        write_docs_region(DOCS_PAGE, "conv", "\n".join(parts))
     return 0
 
 

@@ -58,7 +58,9 @@ LR, BETAS, EPS = 1e-3, (0.9, 0.999), 1e-8
 
 
 class NumpyAdam:
-    """Adam over numpy arrays with in-place ufuncs; ``block`` elements at a time (0: whole arrays)."""
+    """Adam over numpy arrays (C-contiguous, any shape) with in-place ufuncs; ``block`` elements at
+    a time (0: whole arrays).  ``step()`` reads ``grads``, or the gradients it is given
+    (bench_training's numpy limit computes new ones each step)."""
 
     def __init__(self, params: list[np.ndarray], grads: list[np.ndarray], block: int) -> None:
         self.params, self.grads, self.block = params, grads, block
@@ -68,12 +70,13 @@ class NumpyAdam:
         width = block or max(p.size for p in params)
         self.tmp = [np.empty(width, np.float32) for _ in range(2)]
 
-    def step(self) -> None:
+    def step(self, grads: list[np.ndarray] | None = None) -> None:
         self.t += 1
         beta1, beta2 = BETAS
         step_size = LR / (1 - beta1**self.t)
         inv_bc2_sqrt = 1 / (1 - beta2**self.t) ** 0.5
-        for p, g, m, v in zip(self.params, self.grads, self.m, self.v):
+        for arrays in zip(self.params, self.grads if grads is None else grads, self.m, self.v):
+            p, g, m, v = (a.reshape(-1) for a in arrays)  # views: the update is elementwise
             n = p.size
             block = self.block or n
             for start in range(0, n, block):

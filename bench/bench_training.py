@@ -34,9 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import math
 import os
-import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -53,52 +51,22 @@ from _harness import (  # noqa: E402
     format_table,
     machine_info,
     measure,
+    write_docs_region,
 )
 from bench_conv import cnn_workload, pin_malloc, torch  # noqa: E402  (bench_conv exits if torch is missing)
+from bench_optim import BETAS, EPS, LR, NumpyAdam  # noqa: E402  (Adam with PyTorch's defaults)
 
 import agrad  # noqa: E402
 
 AWAIT, BLOCKING, TORCH, NUMPY = "agrad await", "agrad blocking", "pytorch", "numpy (limit)"
 AGRAD = (AWAIT, BLOCKING)
 TARGETS = {"M": 1.1}  # agrad's step at most this times the numpy limit's (per workload key)
-LR, BETAS, EPS = 1e-3, (0.9, 0.999), 1e-8  # Adam, PyTorch's defaults
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS_PAGE = os.path.join(ROOT, "docs", "models-and-training.md")
 
 Arrays = tuple[list[np.ndarray], list[np.ndarray]]
 
 # -- the numpy limit ---------------------------------------------------------------------------
-
-
-class NumpyAdam:
-    """``torch.optim.Adam``'s update (no weight decay, not amsgrad) by hand, in place, with no temporaries."""
-
-    def __init__(self, params: Sequence[np.ndarray]) -> None:
-        self.params = list(params)
-        self.m = [np.zeros_like(p) for p in params]
-        self.v = [np.zeros_like(p) for p in params]
-        self.scratch = [np.empty_like(p) for p in params]
-        self.t = 0
-
-    def step(self, grads: Sequence[np.ndarray]) -> None:
-        self.t += 1
-        (b1, b2), t = BETAS, self.t
-        step_size = LR / (1 - b1**t)
-        inv_sqrt_bc2 = 1 / math.sqrt(1 - b2**t)
-        for p, g, m, v, tmp in zip(self.params, grads, self.m, self.v, self.scratch):
-            m *= b1
-            np.multiply(g, 1 - b1, out=tmp)
-            m += tmp
-            v *= b2
-            np.multiply(g, g, out=tmp)
-            tmp *= 1 - b2
-            v += tmp
-            np.sqrt(v, out=tmp)  # denom = sqrt(v) / sqrt(1 - b2^t) + eps
-            tmp *= inv_sqrt_bc2
-            tmp += EPS
-            np.divide(m, tmp, out=tmp)
-            tmp *= step_size
-            p -= tmp
 
 
 MLP_SIZES = (784, 512, 512, 10)
@@ -249,7 +217,7 @@ def _graph_system(w: Workload, label: str, lib: Any, driver: str) -> tuple[Syste
 
 def _numpy_system(w: Workload) -> tuple[System, Callable[[], list[np.ndarray]]]:
     params, consts = w.arrays(np.random.default_rng(0))
-    adam = NumpyAdam(params)
+    adam = NumpyAdam(params, [], 0)  # whole arrays: the parameters are small
 
     def sample() -> float:
         t0 = clock()
@@ -285,20 +253,6 @@ def report(out: Outcome, markdown: bool = False) -> str:
         for label in AGRAD}
     return format_table(out.workload.title, "ms/step", 1e3, out.results, {"/ numpy": NUMPY, "/ torch": TORCH},
                         notes=notes, markdown=markdown)
-
-
-def write_docs(body: str) -> None:
-    """Rewrite the ``training`` region of docs/models-and-training.md (appended if missing)."""
-    begin, end = "<!-- training:begin -->", "<!-- training:end -->"
-    block = f"{begin}\n{body.strip()}\n{end}"
-    text = open(DOCS_PAGE).read()
-    if begin in text and end in text:
-        text = re.sub(re.escape(begin) + r".*?" + re.escape(end), lambda _: block, text, flags=re.S)
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    with open(DOCS_PAGE, "w") as f:
-        f.write(text)
-    print(f"docs: {os.path.relpath(DOCS_PAGE, ROOT)} (training region) written")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -350,7 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parts = ["```text", header, "```", "", f"Command: `{command}`; {settings}; {load}.", ""]
         for out in outcomes:
             parts += [report(out, markdown=True), ""]
-        write_docs("\n".join(parts))
+        write_docs_region(DOCS_PAGE, "training", "\n".join(parts))
     return 0
 
 
