@@ -93,8 +93,9 @@ def _dense(g: Tensor) -> Tensor:
 
 
 def _mm_grad_other(g: Tensor, input: Tensor, other: Tensor) -> Tensor:
-    """``input.mT @ g`` in ``other``'s layout (Note [Gradients in their input's layout])."""
-    return (g.mT @ input).mT if _transposed(other) else input.mT @ g
+    """``input.mT @ g`` for 2-D ``input`` and ``g``, in ``other``'s layout (Note [Gradients in their
+    input's layout]); an ``mm``, whose rows the engine may split over kernel threads."""
+    return mm(g.mT, input).mT if _transposed(other) else mm(input.mT, g)
 
 
 def _matmul_grad_input(g: Tensor, input: Tensor, other: Tensor) -> Tensor:
