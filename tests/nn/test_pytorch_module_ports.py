@@ -71,8 +71,8 @@ def _create_basic_net() -> tuple[nn.Module, nn.Module, nn.Module]:
 
 NO_REGISTER_BACKWARD_HOOK = ("agrad's Module has no register_backward_hook (the deprecated non-full "
                              "backward hook); only register_full_backward_hook")
-NO_EXTRA_STATE = ("agrad's Module has no get_extra_state/set_extra_state: state_dict neither saves nor "
-                  "loads the '_extra_state' entry")
+NO_EXTRA_STATE = ("agrad sets extra state after every check (Note [Loading is all or nothing]); this test's "
+                  "Module-valued extra state relies on PyTorch setting it at once")
 NO_METADATA = "agrad's state_dict() does not attach the '_metadata' (per-module version) dict"
 BUFFER_UNMARKED = ("a module registers a copy of Buffer(t) without the buffer mark, so the attribute is not the "
                    "object assigned and assigning it to another name does not register a buffer")
@@ -1160,9 +1160,7 @@ def test_load_state_dict_type() -> None:
         m.load_state_dict(2)  # type: ignore[arg-type]
 
 
-def _test_load_state_dict(with_ddp_prefix: bool) -> None:
-    """Upstream's test_load_state_dict; ``with_ddp_prefix=False`` leaves out its
-    DDP part (the state dict loaded after consume_prefix_in_state_dict_if_present)."""
+def test_load_state_dict() -> None:
     l = nn.Linear(5, 5)  # noqa: E741 (upstream's name)
     block = nn.Module()
     block.conv1 = nn.Conv2d(3, 3, 3, bias=True)
@@ -1182,17 +1180,15 @@ def _test_load_state_dict(with_ddp_prefix: bool) -> None:
         "bn.running_mean": agrad.randn(2),
     })
     sds = [state_dict]
-    if with_ddp_prefix:
-        # Also test if a DDP state_dict can be loaded from a local model.
-        ddp_state_dict = net.state_dict()
-        ddp_state_dict.update({
-            "module.linear1.weight": agrad.ones(5, 5),
-            "module.block.conv1.bias": agrad.arange(1, 4, dtype=conv1_bias_dtype),
-            "module.bn.running_mean": agrad.randn(2),
-        })
-        agrad.nn.modules.utils.consume_prefix_in_state_dict_if_present(  # type: ignore[attr-defined]
-            ddp_state_dict, "module.")
-        sds.append(ddp_state_dict)
+    # Also test if a DDP state_dict can be loaded from a local model.
+    ddp_state_dict = net.state_dict()
+    ddp_state_dict.update({
+        "module.linear1.weight": agrad.ones(5, 5),
+        "module.block.conv1.bias": agrad.arange(1, 4, dtype=conv1_bias_dtype),
+        "module.bn.running_mean": agrad.randn(2),
+    })
+    agrad.nn.modules.utils.consume_prefix_in_state_dict_if_present(ddp_state_dict, "module.")
+    sds.append(ddp_state_dict)
     for sd in sds:
         incompatible_keys = net.load_state_dict(sd)
         assert len(incompatible_keys.missing_keys) == 0
@@ -1263,17 +1259,6 @@ def _test_load_state_dict(with_ddp_prefix: bool) -> None:
     del old_state_dict["bn.running_mean"]
     for k, v in old_state_dict.items():
         assert v.equal(new_state_dict[k])
-
-
-@pytest.mark.xfail(strict=True, reason="agrad has no nn.modules.utils.consume_prefix_in_state_dict_if_present")
-def test_load_state_dict() -> None:
-    _test_load_state_dict(with_ddp_prefix=True)
-
-
-def test_load_state_dict_without_ddp_prefix() -> None:
-    # Not an upstream test: test_load_state_dict without its DDP part, so that
-    # its checks of strict loading run while that part cannot.
-    _test_load_state_dict(with_ddp_prefix=False)
 
 
 def test_load_state_dict_BC() -> None:

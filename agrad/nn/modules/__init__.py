@@ -1,5 +1,6 @@
 """The layers of ``agrad.nn``, one module per family as in ``torch.nn.modules``."""
 
+from agrad.nn.modules import utils  # noqa: F401  (agrad.nn.modules.utils, as torch.nn.modules.utils)
 from agrad.nn.modules.activation import *  # noqa: F403
 from agrad.nn.modules.batchnorm import *  # noqa: F403
 from agrad.nn.modules.container import *  # noqa: F403
