@@ -255,9 +255,11 @@ def _threshold_backward(xp, grad, input, *, threshold=0.0):
     gradient, as PyTorch's): relu's backward (on its output) as one kernel."""
     keep = xp.logical_not(input <= threshold)
     # ``grad * keep`` is 3-6x faster than a select but differs from it where a
-    # masked-out gradient is inf or nan (0 * inf is nan); the sum finds those.
+    # masked-out gradient is inf or nan (0 * inf is nan): the product then holds
+    # a NaN, which its max finds (a third of the time of a sum, which relu's
+    # backward took in a training step).
     out = xp.multiply(grad, keep, out=xp.empty_like(grad))
-    if not xp.isfinite(out.sum()):
+    if out.size and xp.isnan(out.max()):
         out = xp.where(keep, grad, xp.zeros((), grad.dtype))
     return out
 

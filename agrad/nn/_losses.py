@@ -4,6 +4,8 @@ These are composites of table ops (``agrad/_ops/``): their gradients
 come from the primitives', so they need no backward rule of their own.
 A composite's node is whatever its last primitive records (PyTorch's fused
 losses record ``MultiMarginLossBackward0``...; here the reduction's node).
+``nll_loss``, the loss of every classifier's training step, is the exception:
+one entry with PyTorch's NllLossBackward0 (Note [nll_loss as one node]).
 
 Every loss takes PyTorch's deprecated ``size_average``/``reduce`` as PyTorch
 does (:func:`_legacy_reduction`).
@@ -21,13 +23,15 @@ import numpy as np
 from agrad import _backends, _dtype
 from agrad._creation import ones_like
 from agrad._grad_mode import no_grad
-from agrad._ops._common import _grids
 from agrad._ops._elementwise import clamp, exp, log, log1p, minimum, sigmoid, sqrt, tanh, where
 from agrad._ops._elementwise import relu as _relu
 from agrad._ops._linalg import addmm, matmul
+from agrad._ops._reductions import class_targets
 from agrad._ops._reductions import log_softmax as _log_softmax
+from agrad._ops._reductions import nll_loss as _nll_loss
 from agrad._ops._reductions import softmax as _softmax
 from agrad._ops._shape import constant_pad_nd, stack
+from agrad._ops._structure import t as _t
 from agrad._tensor import Tensor
 from agrad.nn._activations import _implicit_dim, logsigmoid
 from agrad.nn._distance import pairwise_distance
@@ -67,8 +71,8 @@ def _softmax_dim(name: str, input: Tensor, dim: int | None, stacklevel: int) -> 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``."""
     if bias is not None and input.ndim == 2 and weight.ndim == 2:
-        return addmm(bias, input, weight.mT)  # Note [Linear as one node]
-    out = matmul(input, weight.mT if weight.ndim > 1 else weight)
+        return addmm(bias, input, _t(weight))  # Note [Linear as one node]; TBackward0, as PyTorch's
+    out = matmul(input, _t(weight) if weight.ndim > 1 else weight)
     return out if bias is None else out + bias
 
 
@@ -135,19 +139,16 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
 
 def _class_targets(input: Tensor, target: Tensor, ignore_index: int) -> tuple[Any, Any]:
     """The class indices with ignored ones replaced by 0, and the mask of the others
-    (arrays on ``input``'s device; a target given as a list or array is moved there)."""
-    t = target._data if isinstance(target, Tensor) else _backends.transfer(np.asarray(target), input.device)
-    if t.dtype.name not in ("int64", "uint8"):
-        raise RuntimeError("expected target dtype to be Long or Byte, but got "
-                           f"{_dtype.SCALAR_TYPE_NAMES[t.dtype.name]}")
-    xp = _backends.array_module(t)
+    (arrays on ``input``'s device), checked as ``nll_loss`` checks them."""
+    t = _target_array(input, target)
     n_classes = input.shape[1] if input.ndim > 1 else input.shape[0]
     with _backends.on(input.device):  # raw array kernels: on the data's device
-        valid = xp.asarray(t != ignore_index)  # an array when t is 0-d too (numpy gives a scalar)
-        bad = valid & ((t < 0) | (t >= n_classes))
-        if bool(xp.any(bad)):
-            raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
-        return xp.where(valid, t, 0), valid
+        return class_targets(_backends.array_module(t), t, n_classes, ignore_index)
+
+
+def _target_array(input: Tensor, target: Tensor) -> Any:
+    """``target``'s array (a target given as a list or array is moved to ``input``'s device)."""
+    return target._data if isinstance(target, Tensor) else _backends.transfer(np.asarray(target), input.device)
 
 
 def _check_target_shape(shape: tuple[int, ...], target: tuple[int, ...]) -> None:
@@ -168,29 +169,22 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     ``input`` is (C,), (N, C) or (N, C, d1, ..., dK) with ``target`` (), (N,) or (N, d1, ..., dK).
     """
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
     if input.ndim == 0:
         raise ValueError("Expected 1 or more dimensions (got 0)")
     _not_differentiable("nll_loss_forward", weight=weight)
     _check_target_shape(input.shape, tuple(target.shape if isinstance(target, Tensor) else np.shape(target)))
-    safe, valid = _class_targets(input, target, ignore_index)
-    if input.ndim == 1:
-        picked = input[safe]
-    else:
-        with _backends.on(input.device):
-            grid = _grids(_backends.array_module(safe), safe.shape)
-        picked = input[(grid[0], safe, *grid[1:])]
-    w = Tensor._make(_target_weights(input, weight, safe, valid))
-    losses = -(picked * w)
-    if reduction == "mean":
-        return losses.sum() / w.sum()
-    return _reduce(losses, reduction)
+    t = target if isinstance(target, Tensor) else Tensor._make(_target_array(input, target))
+    return _nll_loss(input, t, weight, reduction, ignore_index)  # Note [nll_loss as one node]
 
 
 def _target_weights(input: Tensor, weight: Tensor | None, safe: Any, valid: Any) -> Any:
-    """Each target's class weight (1 without ``weight``), 0 where it is ignored; ``input``'s dtype."""
+    """Each target's class weight (1 without ``weight``), 0 where it is ignored (``valid``
+    None: nowhere); ``input``'s dtype."""
     dt = input._data.dtype
     with _backends.on(input.device):
-        return valid.astype(dt) if weight is None else (weight._data[safe] * valid).astype(dt)
+        w = _backends.array_module(safe).ones(safe.shape, dt) if weight is None else weight._data[safe]
+        return (w if valid is None else w * valid).astype(dt, copy=False)
 
 
 def _class_weight(weight: Tensor, input: Tensor) -> Tensor:
@@ -228,11 +222,13 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     # eps/C times the (weighted) sum of -log p over all classes; "mean"
     # divides by the total weight of the non-ignored targets, like nll_loss.
     safe, valid = _class_targets(input, target, ignore_index)
-    with _backends.on(input.device):
-        mask = Tensor._make(valid.astype(input._data.dtype))
     n_classes = input.shape[class_dim]
     per_class = logp if weight is None else logp * _class_weight(weight, input)
-    smooth = -(per_class.sum(dim=class_dim) * mask) / n_classes
+    smooth = per_class.sum(dim=class_dim)
+    if valid is not None:
+        with _backends.on(input.device):
+            smooth = smooth * Tensor._make(valid.astype(input._data.dtype))
+    smooth = -smooth / n_classes
     if reduction == "mean":
         smooth = smooth.sum() / Tensor._make(_target_weights(input, weight, safe, valid)).sum()
     else:
