@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from agrad._backends import array_module
+from agrad._backends import array_module, on
 from agrad._tensor import Tensor
 from agrad.optim.optimizer import Optimizer, _check_not_differentiable, _closure_loss, _use_grad
 
@@ -112,7 +112,11 @@ class Elementwise(Optimizer):
                 grad = p.grad
                 if grad is None:
                     continue
-                self._update(p, grad._data, group, scratch)
+                if type(p._data) is np.ndarray:
+                    self._update(p, grad._data, group, scratch)
+                else:  # a device's kernels run with it current, as every op's do
+                    with on(p.device):
+                        self._update(p, grad._data, group, scratch)
                 p._bump_version()
         return loss
 
@@ -135,12 +139,17 @@ class Elementwise(Optimizer):
 def zeros_like(p: Tensor) -> Tensor:
     """A state tensor of zeros shaped, typed, placed and laid out like ``p`` (PyTorch's
     ``zeros_like(p, memory_format=torch.preserve_format)``)."""
-    return Tensor._make(array_module(p._data).zeros_like(p._data))
+    return full_like(p, 0)
 
 
 def full_like(p: Tensor, value: float) -> Tensor:
-    """A state tensor filled with ``value``, like ``p`` (see :func:`zeros_like`)."""
-    return Tensor._make(array_module(p._data).full_like(p._data, value))
+    """A state tensor filled with ``value``, like ``p`` (see :func:`zeros_like`); made with
+    ``p``'s device current, as a device's arrays must be."""
+    data = p._data
+    if type(data) is np.ndarray:
+        return Tensor._make(np.full_like(data, value))
+    with on(p.device):
+        return Tensor._make(array_module(data).full_like(data, value))
 
 
 def next_step(state: dict[str, Any]) -> float:

@@ -618,7 +618,7 @@ class Module:
                             f"dtype={dtype}")
 
         def convert(t: Tensor) -> Tensor:
-            return t.to(device, dtype if t.is_floating_point() else None)
+            return t.to(device=device, dtype=dtype if t.is_floating_point() else None)
 
         return self._apply(convert)
 
