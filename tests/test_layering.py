@@ -106,6 +106,9 @@ CALL_TIME_ALLOWED: dict[tuple[str, str], str] = {
     # PyTorch's are torch.autograd.backward: the tensor is below the engine
     # (the engine computes with tensors), so the method imports it when called.
     ("agrad._tensor", "agrad.autograd"): "Tensor.backward runs the engine",
+    # DataLoader's samplers draw through agrad.randperm and friends, as PyTorch's
+    # through torch.randperm, so a program that wraps them sees the draws.
+    ("agrad.utils.data._utils.draws", "agrad"): "the samplers draw through the public namespace",
 }
 
 

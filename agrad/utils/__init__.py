@@ -1,5 +1,5 @@
 """Utilities (mirrors ``torch.utils``)."""
 
-from agrad.utils import checkpoint, hooks
+from agrad.utils import checkpoint, data, hooks
 
-__all__ = ["hooks", "checkpoint"]
+__all__ = ["hooks", "checkpoint", "data"]

@@ -130,7 +130,7 @@ class Tape:
     def patched(self, lib: Any) -> Iterator[None]:
         """Every drawing function of ``lib`` (agrad or torch), and Python's ``random.randint``, wrapped."""
         targets: list[tuple[Any, str, Callable[[tuple[Any, ...], Any], Any] | None]] = [
-            *((lib, name, lambda args, result: result) for name in ("randn", "rand")),
+            *((lib, name, lambda args, result: result) for name in ("randn", "rand", "randperm")),
             *((lib.nn.init, name, lambda args, result: args[0]) for name in agrad.nn.init.__all__ if name[-1] == "_"),
             (random, "randint", None),
         ]
