@@ -1,5 +1,6 @@
 """The basic layers against torch.nn's: Identity, Linear, Bilinear, Flatten, Unflatten, Embedding, EmbeddingBag,
-Fold, Unfold, PixelShuffle, PixelUnshuffle, the Upsample family, the padding family and the dropout family.
+Fold, Unfold, PixelShuffle, PixelUnshuffle, ChannelShuffle, the Upsample family, the padding family and the
+dropout family.
 
 Every layer runs through ``check_module`` (values, input and parameter
 gradients, state after the forward) in float64 and float32 for a few
@@ -85,6 +86,7 @@ CASES: dict[str, tuple[Callable[[Any], Any], list[Any]]] = {
     "unfold_strided": (lambda L: L.nn.Unfold((2, 3), dilation=(2, 1), padding=1, stride=2), [_randn(1, 2, 5, 5)]),
     "pixel_shuffle": (lambda L: L.nn.PixelShuffle(2), [_randn(2, 8, 2, 3)]),
     "pixel_shuffle_unbatched": (lambda L: L.nn.PixelShuffle(3), [_randn(9, 1, 2)]),
+    "channel_shuffle": (lambda L: L.nn.ChannelShuffle(3), [_randn(2, 6, 2, 3)]),
     "pixel_unshuffle": (lambda L: L.nn.PixelUnshuffle(2), [_randn(1, 2, 4, 6)]),
     "upsample_nearest": (lambda L: L.nn.Upsample(scale_factor=2), [_randn(1, 2, 2, 3)]),
     "upsample_nearest_size_1d": (lambda L: L.nn.Upsample(size=5), [_randn(2, 1, 3)]),
@@ -170,6 +172,7 @@ def test_dropout_in_eval_matches_torch(name: str, dtype: str) -> None:
     lambda L: L.nn.Upsample(scale_factor=(2, 3)),
     lambda L: L.nn.UpsamplingNearest2d(size=3),
     lambda L: L.nn.PixelUnshuffle(4),
+    lambda L: L.nn.ChannelShuffle(4),
     lambda L: L.nn.Unfold(3, 2, 1, 2),
     lambda L: L.nn.ZeroPad3d((1, 2, 3, 4, 5, 6)),
     lambda L: L.nn.ConstantPad3d([1, 2, 3, 4, 5, 6], 2),

@@ -3,6 +3,7 @@
 from agrad.nn.modules import utils  # noqa: F401  (agrad.nn.modules.utils, as torch.nn.modules.utils)
 from agrad.nn.modules.activation import *  # noqa: F403
 from agrad.nn.modules.batchnorm import *  # noqa: F403
+from agrad.nn.modules.channelshuffle import *  # noqa: F403
 from agrad.nn.modules.container import *  # noqa: F403
 from agrad.nn.modules.conv import *  # noqa: F403
 from agrad.nn.modules.distance import *  # noqa: F403
@@ -32,6 +33,8 @@ __all__ = [
     "Softshrink", "PReLU", "Softsign", "Tanhshrink", "Softmin", "Softmax", "Softmax2d", "LogSoftmax",
     # batchnorm
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
+    # channelshuffle
+    "ChannelShuffle",
     # container
     "Container", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
     # conv
