@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["update_grad", "add_", "addcmul_", "addcdiv_", "lerp_"]
+__all__ = ["update_grad", "adam_moments", "add_", "addcmul_", "addcdiv_", "lerp_"]
 
 
 def update_grad(xp: Any, param: Any, grad: Any, weight_decay: float, maximize: bool, out: Any) -> Any:
@@ -36,6 +36,21 @@ def update_grad(xp: Any, param: Any, grad: Any, weight_decay: float, maximize: b
     if maximize:
         return xp.subtract(out, grad, out=out)
     return xp.add(out, grad, out=out)
+
+
+def adam_moments(xp: Any, p: Any, g: Any, exp_avg: Any, exp_avg_sq: Any, t1: Any, t2: Any, *, beta1: float,
+                 beta2: float, lr: float, weight_decay: float, maximize: bool, decoupled_weight_decay: bool) -> Any:
+    """The start Adam, NAdam and RAdam share (their single-tensor functions'): the gradient
+    with L2 weight decay, or the parameter decayed (AdamW-style), then the two moments
+    ``exp_avg.lerp_(grad, 1 - beta1)`` and ``exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1 - beta2)``.
+    Returns the gradient used (``g`` or ``t1``); ``t2`` is free again."""
+    grad = update_grad(xp, p, g, 0 if decoupled_weight_decay else weight_decay, maximize, t1)
+    if weight_decay != 0 and decoupled_weight_decay:
+        p *= 1 - lr * weight_decay
+    lerp_(xp, exp_avg, grad, 1 - beta1, t2)
+    exp_avg_sq *= beta2
+    addcmul_(xp, exp_avg_sq, grad, grad, 1 - beta2, t2)
+    return grad
 
 
 def add_(xp: Any, self: Any, other: Any, alpha: float, tmp: Any) -> None:

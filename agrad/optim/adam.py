@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agrad._tensor import Tensor
-from agrad.optim._arrayops import addcdiv_, addcmul_, lerp_, update_grad
+from agrad.optim._arrayops import adam_moments, addcdiv_
 from agrad.optim._elementwise import Elementwise, Scratch, next_step, run, zeros_like
 from agrad.optim.optimizer import ParamsT, _check_betas, _check_fused, _scalar, _scalar_state
 
@@ -17,12 +17,8 @@ def _adam_kernel(xp: Any, p: Any, g: Any, exp_avg: Any, exp_avg_sq: Any, max_exp
                  decoupled_weight_decay: bool, step_size: float, bias_correction2_sqrt: float) -> None:
     """PyTorch's ``_single_tensor_adam`` for one parameter (``max_exp_avg_sq`` is None
     without amsgrad); the step's bias corrections come computed."""
-    grad = update_grad(xp, p, g, 0 if decoupled_weight_decay else weight_decay, maximize, t1)
-    if weight_decay != 0 and decoupled_weight_decay:
-        p *= 1 - lr * weight_decay
-    lerp_(xp, exp_avg, grad, 1 - beta1, t2)
-    exp_avg_sq *= beta2
-    addcmul_(xp, exp_avg_sq, grad, grad, 1 - beta2, t2)
+    adam_moments(xp, p, g, exp_avg, exp_avg_sq, t1, t2, beta1=beta1, beta2=beta2, lr=lr,
+                 weight_decay=weight_decay, maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
     if max_exp_avg_sq is not None:
         xp.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
     denom = xp.sqrt(exp_avg_sq if max_exp_avg_sq is None else max_exp_avg_sq, out=t2)

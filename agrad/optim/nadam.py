@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agrad._tensor import Tensor
-from agrad.optim._arrayops import addcdiv_, addcmul_, lerp_, update_grad
+from agrad.optim._arrayops import adam_moments, addcdiv_
 from agrad.optim._elementwise import Elementwise, Scratch, next_step, run, zeros_like
 from agrad.optim.optimizer import ParamsT, _check_betas, _scalar, _scalar_state
 
@@ -18,12 +18,8 @@ def _nadam_kernel(xp: Any, p: Any, g: Any, exp_avg: Any, exp_avg_sq: Any, t1: An
                   exp_avg_value: float) -> None:
     """PyTorch's ``_single_tensor_nadam`` for one parameter; ``grad_value`` and
     ``exp_avg_value`` are the step's coefficients of the two ``addcdiv_`` calls."""
-    grad = update_grad(xp, p, g, 0 if decoupled_weight_decay else weight_decay, maximize, t1)
-    if weight_decay != 0 and decoupled_weight_decay:
-        p *= 1 - lr * weight_decay
-    lerp_(xp, exp_avg, grad, 1 - beta1, t2)
-    exp_avg_sq *= beta2
-    addcmul_(xp, exp_avg_sq, grad, grad, 1 - beta2, t2)
+    grad = adam_moments(xp, p, g, exp_avg, exp_avg_sq, t1, t2, beta1=beta1, beta2=beta2, lr=lr,
+                        weight_decay=weight_decay, maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
     denom = xp.sqrt(xp.divide(exp_avg_sq, bias_correction2, out=t2), out=t2)
     denom += eps
     addcdiv_(xp, p, grad, denom, grad_value, t1)  # grad's last use: t1 may hold it

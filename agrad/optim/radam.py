@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agrad._tensor import Tensor
-from agrad.optim._arrayops import addcmul_, lerp_, update_grad
+from agrad.optim._arrayops import adam_moments
 from agrad.optim._elementwise import Elementwise, Scratch, next_step, run, zeros_like
 from agrad.optim.optimizer import ParamsT, _check_betas, _scalar, _scalar_state
 
@@ -18,12 +18,8 @@ def _radam_kernel(xp: Any, p: Any, g: Any, exp_avg: Any, exp_avg_sq: Any, t1: An
                   rect: float | None) -> None:
     """PyTorch's ``_single_tensor_radam`` for one parameter; ``rect`` is the variance
     rectification, None while the variance is intractable (``rho_t <= 5``)."""
-    grad = update_grad(xp, p, g, 0 if decoupled_weight_decay else weight_decay, maximize, t1)
-    if weight_decay != 0 and decoupled_weight_decay:
-        p *= 1 - lr * weight_decay
-    lerp_(xp, exp_avg, grad, 1 - beta1, t2)
-    exp_avg_sq *= beta2
-    addcmul_(xp, exp_avg_sq, grad, grad, 1 - beta2, t2)
+    adam_moments(xp, p, g, exp_avg, exp_avg_sq, t1, t2, beta1=beta1, beta2=beta2, lr=lr,
+                 weight_decay=weight_decay, maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
     update = xp.divide(exp_avg, bias_correction1, out=t1)  # grad is no longer needed
     update *= lr
     if rect is not None:
