@@ -73,6 +73,21 @@ class Measurement:
         return [statistics.median(block) for block in self.blocks]
 
 
+@dataclass
+class Outcome:
+    """One workload's measurements; ``workload`` is the benchmark's own description of it."""
+
+    workload: Any
+    results: list[Measurement]
+
+    def median(self, label: str) -> float:
+        return next(m.median for m in self.results if m.system.label == label)
+
+    def ratio(self, label: str, reference: str) -> float:
+        """``label``'s median over ``reference``'s."""
+        return self.median(label) / self.median(reference)
+
+
 def _time_block(system: System, warmup: int, repeats: int) -> list[float]:
     """Warm up, then take ``repeats`` samples of ``system`` back to back.
 

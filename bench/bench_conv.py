@@ -47,7 +47,7 @@ from numpy.lib.stride_tricks import as_strided
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _harness import (  # noqa: E402
-    Measurement,
+    Outcome,
     System,
     check_same_gradients,
     clock,
@@ -354,18 +354,6 @@ def build(w: Workload) -> tuple[list[System], dict[str, list[np.ndarray]]]:
 # -- running and reporting -----------------------------------------------------------------------
 
 
-@dataclass
-class Outcome:
-    workload: Workload
-    results: list[Measurement]
-
-    def median(self, label: str) -> float:
-        return next(m.median for m in self.results if m.system.label == label)
-
-    def ratio(self, label: str) -> float:
-        return self.median(label) / self.median(NUMPY)
-
-
 def run_workload(w: Workload, warmup: int, repeats: int, pause: float, rounds: int) -> Outcome:
     systems, grads = build(w)
     check_same_gradients(w.key, grads, w.rtol, w.atol)
@@ -373,7 +361,8 @@ def run_workload(w: Workload, warmup: int, repeats: int, pause: float, rounds: i
 
 
 def report(out: Outcome, markdown: bool = False) -> str:
-    notes = {label: f"<= {TARGET:g}x numpy: {'met' if out.ratio(label) <= TARGET else 'MISSED'}" for label in AGRAD}
+    notes = {label: f"<= {TARGET:g}x numpy: {'met' if out.ratio(label, NUMPY) <= TARGET else 'MISSED'}"
+             for label in AGRAD}
     return format_table(out.workload.title, "ms/step", 1e3, out.results, {"/ torch": TORCH, "/ numpy": NUMPY},
                         notes=notes, markdown=markdown)
 
@@ -416,8 +405,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = run_workload(workloads[key], warmup, repeats, pause, rounds)
         outcomes.append(out)
         print(report(out))
-        print(f"  agrad blocking / numpy {out.ratio(BLOCKING):.2f}x, / torch "
-              f"{out.median(BLOCKING) / out.median(TORCH):.2f}x; agrad await / numpy {out.ratio(AWAIT):.2f}x\n")
+        print(f"  agrad blocking / numpy {out.ratio(BLOCKING, NUMPY):.2f}x, / torch "
+              f"{out.median(BLOCKING) / out.median(TORCH):.2f}x; agrad await / numpy {out.ratio(AWAIT, NUMPY):.2f}x\n")
     load = f"load average {os.getloadavg()[0]:.2f} at the end"
     print(f"{load}; total time {clock() - started:.1f} s")
     if args.docs:

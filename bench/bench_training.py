@@ -44,7 +44,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _harness import (  # noqa: E402
-    Measurement,
+    Outcome,
     System,
     check_same_gradients,
     clock,
@@ -235,15 +235,6 @@ def build(w: Workload) -> tuple[list[System], dict[str, list[np.ndarray]]]:
 
 
 # -- running and reporting ---------------------------------------------------------------------
-
-
-@dataclass
-class Outcome:
-    workload: Workload
-    results: list[Measurement]
-
-    def median(self, label: str) -> float:
-        return next(m.median for m in self.results if m.system.label == label)
 
 
 def report(out: Outcome, markdown: bool = False) -> str:
