@@ -76,7 +76,7 @@ def _addindent(s: str, num_spaces: int) -> str:
     return first + "\n" + "\n".join(num_spaces * " " + line for line in lines)
 
 
-def _check_name(kind: str, name: Any, module: "Module") -> None:
+def _check_name(kind: str, name: Any) -> None:
     """PyTorch's checks of a name given to ``register_parameter``/``register_buffer``/``add_module``."""
     if not isinstance(name, str):
         raise TypeError(f"{kind} name should be a string. Got {typename(name)}")
@@ -305,7 +305,7 @@ class Module:
         ``persistent=False`` leaves it out of ``state_dict``."""
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
-        _check_name("buffer", name, self)
+        _check_name("buffer", name)
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, Tensor):
@@ -321,7 +321,7 @@ class Module:
         """Add a parameter (``None`` registers the name with no parameter, as an optional bias)."""
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
-        _check_name("parameter", name, self)
+        _check_name("parameter", name)
         if hasattr(self, name) and name not in self._parameters:
             raise KeyError(f"attribute '{name}' already exists")
         if param is None:
@@ -341,7 +341,7 @@ class Module:
         """Add a child module, reachable as the attribute ``name``."""
         if not isinstance(module, Module) and module is not None:
             raise TypeError(f"{typename(module)} is not a Module subclass")
-        _check_name("module", name, self)
+        _check_name("module", name)
         if hasattr(self, name) and name not in self._modules:
             raise KeyError(f"attribute '{name}' already exists")
         self._modules[name] = module
