@@ -376,6 +376,8 @@ def _to(self: Tensor, *args: Any, dtype: Any = None, device: Any = None, copy: b
     dtype and device.
     """
     for a in args:
+        if a is None:  # to(device, None) / to(None, dtype): that one unchanged, as PyTorch
+            continue
         if isinstance(a, (_dtype.dtype, type, np.dtype)):
             dtype = a
         elif isinstance(a, Tensor):

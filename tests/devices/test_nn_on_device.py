@@ -39,6 +39,13 @@ def train(m: agrad.nn.Module, name: str, device: Any) -> list[np.ndarray]:
     return [t.cpu().numpy() for t in m.state_dict().values()]
 
 
+def test_tensor_to_with_a_none_keeps_that_property(fake_device: str) -> None:
+    t = agrad.ones(2).to(fake_device, None)
+    assert t.device == agrad.device(fake_device) and t.dtype is agrad.float32
+    u = t.to(None, agrad.float64)
+    assert u.device == agrad.device(fake_device) and u.dtype is agrad.float64
+
+
 def test_module_to_moves_parameters_buffers_and_grads_in_place(fake_device: str) -> None:
     m = model()
     m(agrad.randn(2, 2, 4)).sum().backward_sync()
