@@ -650,7 +650,8 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
         weight: the filters; each group of ``C/groups`` input channels feeds
             ``Co/groups`` output channels.
         bias: added to each output channel, or None.
-        stride, dilation: ints or pairs.
+        stride: an int or a pair.
+        dilation: an int or a pair.
         padding: an int, a pair, ``'valid'`` (none) or ``'same'`` (the output as
             large as the input; stride 1 only).
         groups: the number of channel groups.
@@ -693,7 +694,9 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
         input: the batch (or one unbatched sample).
         weight: the filters, input channels first.
         bias: added to each output channel, or None.
-        stride, padding, dilation: those of the convolution this one transposes.
+        stride: that of the convolution this one transposes.
+        padding: that of the convolution this one transposes.
+        dilation: that of the convolution this one transposes.
         output_padding: added to one side of each output dimension (smaller
             than the stride or the dilation), to pick among the input sizes
             that the strided convolution maps to the same output size.

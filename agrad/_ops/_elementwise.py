@@ -76,7 +76,7 @@ def _sub_args(input: Any, other: Any, alpha: Any = 1) -> tuple[tuple, dict]:
 
 @defop(ref=lambda torch: torch.sub,
        vjp=(identity, lambda g, alpha: -g if alpha == 1 else g * -alpha), node="SubBackward0",
-       methods=("sub", "__sub__"), rmethods=("__rsub__",), inplace=("sub_", "__isub__"),
+       methods=("sub", "__sub__"), inplace=("sub_", "__isub__"),  # ``1 - x`` is rsub's (RsubBackward1)
        promote=True, parse=_sub_args, samples=_binary_samples())
 def sub(xp, input, other, *, alpha=1):
     """Elementwise ``input - alpha * other``."""

@@ -18,6 +18,7 @@ the tensor takes the view's shape instead (Note [In-place view ops] in
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable
 from typing import Any
@@ -95,7 +96,21 @@ def inplace_method(fn: Callable[..., Tensor], name: str) -> Callable[..., Tensor
         return self
 
     method.__name__ = name
+    method.__doc__ = f"In-place version of :meth:`Tensor.{fn.__name__}`."
+    method.__signature__ = _method_signature(fn)  # type: ignore[attr-defined]
     return method
+
+
+def _method_signature(fn: Callable[..., Tensor]) -> inspect.Signature:
+    """``fn``'s signature as a method's: its first parameter, the tensor written
+    into, named ``self`` (for ``help()``, IDEs and the API reference)."""
+    signature = inspect.signature(fn)
+    params = list(signature.parameters.values())
+    if params and params[0].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD:
+        params[0] = params[0].replace(name="self")
+    else:
+        params.insert(0, inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY))
+    return signature.replace(parameters=params)
 
 
 def change_view_in_place(self: Tensor, step: Step, undo: Step) -> Tensor:

@@ -67,10 +67,9 @@ def first_failure(shape: tuple[int, ...], info: Any) -> tuple[str, int] | None:
 # -- linear algebra -------------------------------------------------------------
 
 
-def _transposed(t: Tensor) -> bool:
-    """A 2-D tensor laid out column-major, like ``weight.mT`` in ``linear``."""
-    f = t._data.flags
-    return t.ndim == 2 and f.f_contiguous and not f.c_contiguous
+def _column_major(strides: tuple[int, ...]) -> bool:
+    """Whether a 2-D layout's columns are its contiguous direction, as ``weight.mT``'s in ``linear``."""
+    return len(strides) == 2 and strides[0] < strides[1]
 
 
 # Note [Gradients in their input's layout]
@@ -82,8 +81,12 @@ def _transposed(t: Tensor) -> bool:
 # is stored as ``W.grad`` without a copy, in the parameter's layout.  An
 # optimizer then combines it with its row-major state at full speed: Adam over
 # a 784x512 weight took 4.0 ms with a column-major gradient, 0.85 ms without.
-# (mm and addmm save ``mat2`` for its own gradient's layout; the input's
-# gradient keeps the row-major layout, a transposed ``mat1`` being rare.)
+# Only the layout is saved (``mat2_strides``, PyTorch's ``mat2_sym_strides``),
+# never the tensor: an optimizer step that writes ``W`` between the forward
+# and the backward of a loss whose input needs no gradient must not make the
+# backward fail on ``W``'s version, as it does not in PyTorch.  (mm's and
+# addmm's input gradient keeps the row-major layout, a transposed ``mat1``
+# being rare.)
 def _dense(g: Tensor) -> Tensor:
     """``g`` without zero strides.  A reduction's gradient is a broadcast view
     (SumBackward0 expands), and numpy's matmul copies such an operand itself,
@@ -92,31 +95,32 @@ def _dense(g: Tensor) -> Tensor:
     return g.clone() if g._data.size > 1 and 0 in g._data.strides else g
 
 
-def _mm_grad_other(g: Tensor, input: Tensor, other: Tensor) -> Tensor:
-    """``input.mT @ g`` for 2-D ``input`` and ``g``, in ``other``'s layout (Note [Gradients in their
-    input's layout]); an ``mm``, whose rows the engine may split over kernel threads."""
-    return mm(g.mT, input).mT if _transposed(other) else mm(input.mT, g)
+def _mm_grad_other(g: Tensor, input: Tensor, other_strides: tuple[int, ...]) -> Tensor:
+    """``input.mT @ g`` for 2-D ``input`` and ``g``, in the layout of the input whose strides are
+    ``other_strides`` (Note [Gradients in their input's layout]); an ``mm``, whose rows the engine
+    may split over kernel threads."""
+    return mm(g.mT, input).mT if _column_major(other_strides) else mm(input.mT, g)
 
 
-def _matmul_grad_input(g: Tensor, input: Tensor, other: Tensor) -> Tensor:
+def _matmul_grad_input(g: Tensor, input_strides: tuple[int, ...], other: Tensor) -> Tensor:
     g = _dense(g)
     if other.ndim == 1:
-        return g.unsqueeze(-1) * other if input.ndim > 1 else g * other
-    if input.ndim == 1:
+        return g.unsqueeze(-1) * other if len(input_strides) > 1 else g * other
+    if len(input_strides) == 1:
         return (g.unsqueeze(-2) @ other.mT).squeeze(-2)
-    if _transposed(input) and g.ndim == 2:
+    if _column_major(input_strides) and g.ndim == 2:
         return (other @ g.mT).mT
     return g @ other.mT
 
 
-def _matmul_grad_other(g: Tensor, input: Tensor, other: Tensor) -> Tensor:
+def _matmul_grad_other(g: Tensor, input: Tensor, other_strides: tuple[int, ...]) -> Tensor:
     g = _dense(g)
     if input.ndim == 1:
-        return input.unsqueeze(-1) * g.unsqueeze(-2) if other.ndim > 1 else g * input
-    if other.ndim == 1:
+        return input.unsqueeze(-1) * g.unsqueeze(-2) if len(other_strides) > 1 else g * input
+    if len(other_strides) == 1:
         return (input.mT @ g.unsqueeze(-1)).squeeze(-1)
     if g.ndim == 2:
-        return _mm_grad_other(g, input, other)
+        return _mm_grad_other(g, input, other_strides)
     return input.mT @ g
 
 
@@ -142,12 +146,50 @@ def _matmul_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
     return [((_r(rng, *a), _r(rng, *b)), {}) for a, b in shapes]
 
 
+# Note [matmul's node names]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# PyTorch's ``matmul`` (``_matmul_impl`` in ATen's LinearAlgebra.cpp) runs
+# ``dot``, ``mv`` or ``mm`` for 1-D and 2-D operands (``unsqueeze(0).mm``
+# then an in-place ``squeeze_(0)`` for 1-D @ 2-D), and folds batched
+# operands into one ``mm``/``mv``/``bmm`` between reshapes, ending in an
+# ``_unsafe_view``.  Its ``grad_fn`` is the last of those ops: DotBackward0,
+# MvBackward0, SqueezeBackward4, MmBackward0, and UnsafeViewBackward0 for
+# anything batched -- except a 2-D input that requires grad times a batch
+# (also a 3-D input whose single batch broadcasts, which it squeezes to 2-D
+# first): that product is folded transposed and ends in ``.mT.contiguous()``,
+# a CloneBackward0, or TransposeBackward0 where the transposed result is
+# contiguous already (one row, one column, or no elements).  agrad computes
+# every case in one node and gives it that name (``_matmul_node``), so
+# ``grad_fn`` reprs and graph pictures read as PyTorch's.
+_PRODUCT_NODES = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (1, 2): "SqueezeBackward4",
+                  (2, 2): "MmBackward0"}
+_MATMUL_NODES = (*_PRODUCT_NODES.values(), "UnsafeViewBackward0", "CloneBackward0", "TransposeBackward0")
+
+
+def _matmul_node(input: Any, other: Any) -> str:
+    """PyTorch's ``grad_fn`` name for ``matmul(input, other)`` (Note [matmul's node names])."""
+    a, b = getattr(input, "ndim", 0), getattr(other, "ndim", 0)
+    if a <= 2 and b <= 2:
+        return _PRODUCT_NODES.get((a, b), "MmBackward0")  # 0-D: the forward raises
+    if not getattr(input, "requires_grad", False) or b < 3:
+        return "UnsafeViewBackward0"
+    if a == 3 and b == 3 and input.shape[0] == 1 != other.shape[0]:
+        a = 2  # the broadcast batch squeezed away
+    if a != 2:
+        return "UnsafeViewBackward0"
+    rows, cols = input.shape[-2], other.shape[-1]
+    empty = rows == 0 or math.prod(other.shape[:-2]) * cols == 0
+    return "TransposeBackward0" if rows == 1 or cols == 1 or empty else "CloneBackward0"
+
+
 @defop(ref=lambda torch: torch.matmul,
-       vjp=(_matmul_grad_input, _matmul_grad_other), node="MmBackward0", work=_product_work, saved_as={"other": "mat2"},
-       split_rows=0,
+       vjp=(_matmul_grad_input, _matmul_grad_other), node=_MATMUL_NODES, node_for=lambda node: node,
+       parse=lambda input, other: ((input, other), {"node": _matmul_node(input, other)}),
+       work=_product_work, saved_as={"other": "mat2"}, split_rows=0,
        methods=("matmul", "__matmul__"), rmethods=("__rmatmul__",), samples=_matmul_samples)
-def matmul(xp, input, other):
-    """Matrix product with numpy/PyTorch broadcasting of batch dimensions (1-D, 2-D, batched)."""
+def matmul(xp, input, other, *, node="MmBackward0"):
+    """Matrix product with numpy/PyTorch broadcasting of batch dimensions (1-D, 2-D, batched);
+    ``node`` is PyTorch's name of its ``grad_fn`` (Note [matmul's node names])."""
     if input.dtype != other.dtype:
         raise RuntimeError(
             f"expected m1 and m2 to have the same dtype, but got: {_dtype.from_numpy_dtype(input.dtype)} "
@@ -191,7 +233,8 @@ def _dtypes_match(name: str, a: np.ndarray, b: np.ndarray) -> None:
 
 
 @defop(ref=lambda torch: torch.mm,
-       vjp=(lambda g, mat2: mm(_dense(g), mat2.mT), lambda g, input, mat2: _mm_grad_other(_dense(g), input, mat2)),
+       vjp=(lambda g, mat2: mm(_dense(g), mat2.mT),
+            lambda g, input, mat2_strides: _mm_grad_other(_dense(g), input, mat2_strides)),
        node="MmBackward0", methods=("mm",), work=_product_work, split_rows=0,
        samples=lambda rng: [((_r(rng, 2, 3), _r(rng, 3, 4)), {}), ((_r(rng, 1, 5), _r(rng, 5, 1)), {})])
 def mm(xp, input, mat2):
@@ -229,7 +272,7 @@ def _addmm_work(tensors: Any, result: Tensor) -> int:
 @defop(ref=lambda torch: torch.addmm,
        vjp=(lambda g, beta: _scaled(g, beta),
             lambda g, mat2, alpha: _scaled(mm(_dense(g), mat2.mT), alpha),
-            lambda g, mat1, mat2, alpha: _scaled(_mm_grad_other(_dense(g), mat1, mat2), alpha)),
+            lambda g, mat1, mat2_strides, alpha: _scaled(_mm_grad_other(_dense(g), mat1, mat2_strides), alpha)),
        node="AddmmBackward0", methods=("addmm",), inplace=("addmm_",), work=_addmm_work, split_rows=1,
        samples=lambda rng: [((_r(rng, 4), _r(rng, 2, 3), _r(rng, 3, 4)), {}),
                             ((_r(rng, 2, 4), _r(rng, 2, 3), _r(rng, 3, 4)), {"beta": 0.5, "alpha": 2.0}),

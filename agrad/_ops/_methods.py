@@ -200,6 +200,21 @@ def _matrix_transpose(kind: str, batches: bool) -> property:
     return property(get)
 
 
+def _reversed_dims(self: Tensor) -> Tensor:
+    """``T``: the dimensions reversed, a ``permute`` (PermuteBackward0) as PyTorch's
+    ``numpy_T``, with its deprecation warnings for other than two dimensions."""
+    nd = self._data.ndim
+    if nd == 0:
+        warnings.warn("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.",
+                      UserWarning, stacklevel=2)
+    elif nd != 2:
+        warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated "
+                      "and it will throw an error in a future release. Consider `x.mT` to transpose batches of "
+                      "matrices or `x.permute(*agrad.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a "
+                      "tensor.", UserWarning, stacklevel=2)
+    return _shape.permute(self, tuple(range(nd - 1, -1, -1)))
+
+
 def _check_python_kernel(self: Tensor, name: str) -> None:
     """``apply_`` and ``map_`` run Python on every element: CPU tensors outside autograd only."""
     if self.requires_grad:
@@ -302,7 +317,7 @@ METHODS: dict[str, Any] = {
     "mT": _matrix_transpose("mT", batches=True),
     "mH": _matrix_transpose("mH", batches=True),
     "H": _matrix_transpose("H", batches=False),
-    "T": property(lambda self: _shape.transpose(self, 0, 1) if self.ndim == 2 else self),
+    "T": property(_reversed_dims),
     "masked_fill": _shape.masked_fill,
     "masked_fill_": inplace_method(_shape._masked_fill_self_first, "masked_fill_"),
     "flatten": _shape.flatten,

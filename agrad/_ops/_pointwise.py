@@ -1056,7 +1056,7 @@ def _rsub_args(input: Any, other: Any, alpha: Any = 1) -> tuple[tuple, dict]:
 
 @defop(ref=lambda torch: torch.rsub, vjp=(lambda g, alpha: -g if alpha == 1 else g * -alpha, identity),
        node=("RsubBackward0", "RsubBackward1"), node_for=lambda alpha, overload: f"RsubBackward{overload}",
-       promote=True, parse=_rsub_args,
+       promote=True, parse=_rsub_args, methods=("__rsub__",),  # ``1 - x``: PyTorch's Tensor.__rsub__ is rsub
        samples=lambda rng: [((_r(rng, 3, 4), _r(rng, 3, 4)), {}), ((_r(rng, 3, 1), _r(rng, 4)), {"alpha": 2.5}),
                             ((_r(rng), _r(rng, 2, 3)), {}), ((_r(rng, 2, 3), 1.5), {}),
                             ((_r(rng, 0, 3), _r(rng, 3)), {"alpha": -1})])

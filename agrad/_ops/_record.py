@@ -24,6 +24,7 @@ from agrad._ops._schema import (
     _SAVE_NOTHING,
     _SAVE_OUTPUT,
     _SAVE_SHAPE,
+    _SAVE_STRIDES,
     _SAVE_TENSOR,
     OpDef,
     identity,
@@ -120,6 +121,9 @@ def record(op: OpDef | None, inputs: Sequence[Any], attrs: dict[str, Any], resul
             saved.append(attrs[key])
         elif kind == _SAVE_SHAPE:
             saved.append(inputs[key]._data.shape)
+        elif kind == _SAVE_STRIDES:  # a layout, not the tensor (Note [Gradients in their input's layout])
+            a = inputs[key]._data
+            saved.append(tuple([s // a.itemsize for s in a.strides]))  # in elements, as PyTorch's
         elif kind == _SAVE_TENSOR:  # a custom node's: an output is saved as the node's own
             tensor: Tensor = to_save[key]  # type: ignore[assignment]  # not None: None is _NOTHING in the plan
             nr = _index_of(tensor, outputs)

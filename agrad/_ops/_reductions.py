@@ -159,7 +159,18 @@ def _nll_loss_args(input: Tensor, target: Tensor, weight: Tensor | None = None, 
         raise RuntimeError("weight tensor should be defined either for all or no classes" if input.ndim > 2 else
                            f"weight tensor should be defined either for all {n} classes or no classes but got "
                            f"weight tensor of shape: {list(weight.shape)}")
-    return (input, target, weight), {"reduction": reduction, "ignore_index": ignore_index}
+    return (input, target, weight), {"reduction": reduction, "ignore_index": ignore_index,
+                                     "node": _nll_node(input.ndim, reduction)}
+
+
+def _nll_node(ndim: int, reduction: str) -> str:
+    """PyTorch's name of ``nll_loss``'s node for an ``ndim``-D input: ATen's
+    ``nll_loss_nd`` runs ``nll_loss`` on 1-D and 2-D inputs, ``nll_loss2d`` on
+    others (4-D as they are, the rest reshaped to 4-D), and views an unreduced
+    loss of a reshaped input back to its shape."""
+    if ndim <= 2:
+        return "NllLossBackward0"
+    return "ViewBackward0" if ndim != 4 and reduction == "none" else "NllLoss2DBackward0"
 
 
 def _nll_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
@@ -174,11 +185,13 @@ def _nll_samples(rng: np.random.Generator) -> list[tuple[tuple, dict]]:
        torch.nn.functional.nll_loss(input, target, weight, reduction=reduction, ignore_index=ignore_index),
        vjp=(lambda g, input_shape, target, weight, reduction, ignore_index:
             nll_loss_backward(g, target, weight, input_shape, reduction, ignore_index), None, None),
-       node="NllLossBackward0", parse=_nll_loss_args, samples=_nll_samples)
+       node=("NllLossBackward0", "NllLoss2DBackward0", "ViewBackward0"), node_for=lambda node, **_: node,
+       parse=_nll_loss_args, samples=_nll_samples)
 @_quiet  # "mean" over no target is 0 / 0: NaN, silently as in PyTorch
-def nll_loss(xp, input, target, weight, *, reduction="mean", ignore_index=-100):
+def nll_loss(xp, input, target, weight, *, reduction="mean", ignore_index=-100, node="NllLossBackward0"):
     """``-weight[t] * input[n, t, ...]`` for each target ``t = target[n, ...]``, summed,
-    averaged over the total weight ("mean") or not reduced (Note [nll_loss as one node])."""
+    averaged over the total weight ("mean") or not reduced (Note [nll_loss as one node]);
+    ``node`` is PyTorch's name of its node (``_nll_node``)."""
     index, w, kept = _nll_terms(xp, input.shape, input.dtype, target, weight, ignore_index)
     picked = input[index]
     losses = -picked if w is None else -(picked * w)

@@ -35,6 +35,7 @@ An entry (in the family modules ``_elementwise.py``, ``_reductions.py``,
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -90,6 +91,20 @@ def _public_function(name: str, inputs: tuple[str, ...], defaults: dict[str, Any
 
     public.__name__ = public.__qualname__ = name
     return public, bind
+
+
+def _public_signature(forward: Callable[..., Any],
+                      parse: Callable[..., tuple[tuple[Any, ...], dict[str, Any]]] | None) -> inspect.Signature:
+    """What ``help()``, IDEs and the API reference show for an op's public function,
+    which itself takes ``(*args, **kwargs)``: the parser's parameters, or the
+    forward's without ``xp``, attributes positional-or-keyword as the public
+    function accepts them (keyword-only after a variadic input)."""
+    if parse is not None:
+        return inspect.signature(parse).replace(return_annotation="Tensor")
+    params = list(inspect.signature(forward).parameters.values())[1:]
+    if not any(p.kind is p.VAR_POSITIONAL for p in params):
+        params = [p.replace(kind=p.POSITIONAL_OR_KEYWORD) for p in params]
+    return inspect.Signature(params, return_annotation="Tensor")
 
 
 def defop(
@@ -157,6 +172,7 @@ def defop(
         signature = _signature(forward)
         public, bind = _public_function(forward.__name__.lstrip("_"), signature[0], signature[1], parse)
         public.__doc__ = forward.__doc__
+        public.__signature__ = _public_signature(forward, parse)  # type: ignore[attr-defined]
         op = build_opdef(
             forward, signature, vjp=vjp, node=node, node_for=node_for, make_node_classes=node_classes, public=public,
             promote=promote, to_float=to_float, samples=samples, ref=ref, check=check, view=view, work=work,

@@ -123,7 +123,7 @@ REGISTRY: dict[str, OpDef] = {}
 # inputs or of their shapes.  A custom Function's plan is made when it records
 # (``record``): its ``to_save`` entries (``_SAVE_TENSOR``), None kept.
 (_SAVE_NOTHING, _SAVE_INPUT, _SAVE_OUTPUT, _SAVE_ATTR, _SAVE_SHAPE,
- _SAVE_INPUTS, _SAVE_SHAPES, _SAVE_TENSOR) = range(8)
+ _SAVE_INPUTS, _SAVE_SHAPES, _SAVE_TENSOR, _SAVE_STRIDES) = range(9)
 
 
 def _save_plans(inputs: tuple[str, ...], attrs: dict[str, Any], saved: tuple[str, ...],
@@ -141,6 +141,8 @@ def _save_plans(inputs: tuple[str, ...], attrs: dict[str, Any], saved: tuple[str
             entries.append((_SAVE_INPUT, inputs.index(name)))
         elif name in attrs:
             entries.append((_SAVE_ATTR, name))
+        elif name.endswith("_strides"):
+            entries.append((_SAVE_STRIDES, inputs.index(name[:-8])))
         else:
             entries.append((_SAVE_SHAPE, inputs.index(name[:-6])))
     holds = (_SAVE_INPUT, _SAVE_OUTPUT, _SAVE_INPUTS)
@@ -167,6 +169,8 @@ def _saved_names(saved: tuple[str, ...], first: str | None, saved_as: dict[str, 
             names.append("self")
         elif name.endswith("_shape"):
             names.append(("self" if name[:-6] == first else name[:-6]) + "_sym_sizes")
+        elif name.endswith("_strides"):
+            names.append(("self" if name[:-8] == first else saved_as.get(name[:-8], name[:-8])) + "_sym_strides")
         else:
             names.append(name)
     return tuple(names)
@@ -190,7 +194,8 @@ def _saved_by_vjps(name: str, vjps: tuple[Callable[..., Any] | None, ...], input
     for f in vjps:
         ps = [] if f is None else list(inspect.signature(f).parameters)[1:]
         for p in ps:
-            known = p == "out" or p in inputs or p in attrs or (p.endswith("_shape") and p[:-6] in inputs)
+            known = (p == "out" or p in inputs or p in attrs or (p.endswith("_shape") and p[:-6] in inputs)
+                     or (p.endswith("_strides") and p[:-8] in inputs))
             if not known:
                 raise TypeError(f"op {name}: vjp parameter {p!r} names nothing the node can save")
             if p not in saved:

@@ -161,12 +161,23 @@ def _not_expandable(size: tuple[int, ...], shape: tuple[int, ...]) -> RuntimeErr
     return RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(shape)}}}.")
 
 
+def _sum_to_size_args(input: Tensor, *size: Any) -> tuple[tuple[Tensor], dict[str, Any]]:
+    """The entry's input and attributes: ``size``, and PyTorch's name of the node
+    (``sum_to``: a full ``sum``, else a ``sum`` over dims and a ``view`` when
+    leading dimensions go)."""
+    shape = _shape_args(size, "sum_to_size")
+    node = "SumBackward0" if not shape else "ViewBackward0" if len(shape) < input.ndim else "SumBackward1"
+    return (input,), {"size": shape, "node": node}
+
+
 @defop(ref=lambda torch: lambda x, *size: x.sum_to_size(*size),
-       vjp=lambda g, input_shape: g.expand(input_shape), node="SumToSizeBackward0",
-       methods=("sum_to_size",), parse=lambda input, *size: ((input,), {"size": _shape_args(size, "sum_to_size")}),
+       vjp=lambda g, input_shape: g.expand(input_shape),
+       node=("SumBackward0", "SumBackward1", "ViewBackward0"), node_for=lambda size, node: node,
+       methods=("sum_to_size",), parse=_sum_to_size_args,
        samples=lambda rng: [((_r(rng, 2, 3, 4), (3, 1)), {}), ((_r(rng, 3), ()), {})])
-def sum_to_size(xp, input, *, size):
-    """Sum ``input`` down to ``size``, undoing a broadcast to ``input``'s shape."""
+def sum_to_size(xp, input, *, size, node="SumBackward1"):
+    """Sum ``input`` down to ``size``, undoing a broadcast to ``input``'s shape
+    (``node``: PyTorch's name of the node, from ``_sum_to_size_args``)."""
     return _sum_to(xp, input, size)
 
 
@@ -184,7 +195,10 @@ def unsqueeze(xp, input, *, dim):
 
 
 @defop(view=True, ref=lambda torch: lambda x, dim=None: x.squeeze() if dim is None else x.squeeze(dim),
-       vjp=lambda g, input_shape: g.reshape(input_shape), node="SqueezeBackward1", methods=("squeeze",),
+       vjp=lambda g, input_shape: g.reshape(input_shape), methods=("squeeze",),
+       node=("SqueezeBackward0", "SqueezeBackward1", "SqueezeBackward2"),  # PyTorch's overloads: all, a dim, dims
+       node_for=lambda dim: "SqueezeBackward0" if dim is None else
+       "SqueezeBackward1" if isinstance(dim, (int, np.integer)) else "SqueezeBackward2",
        samples=lambda rng: [((_r(rng, 3, 1, 4),), {}), ((_r(rng, 3, 1),), {"dim": -1}), ((_r(rng, 3, 2),), {"dim": 1})])
 def squeeze(xp, input, *, dim=None):
     """Remove dimensions of size one (only ``dim`` if given; a no-op if it is not 1)."""
@@ -256,15 +270,17 @@ def _is_basic(index: Any) -> bool:
 
 @defop(view=True, ref=lambda torch: lambda x, index: x[index],
        vjp=lambda g, input_shape, index: _index_put_grad(g, shape=input_shape, index=index),
-       node="IndexBackward0", saved_as={"index": "indices"},
-       parse=lambda input, index: ((input,), {"index": _index_arg(index, input.device)}),
+       node=("IndexBackward0", "EmbeddingBackward0"), node_for=lambda index, node: node, saved_as={"index": "indices"},
+       parse=lambda input, index, node="IndexBackward0": ((input,), {"index": _index_arg(index, input.device),
+                                                                      "node": node}),
        samples=lambda rng: [((_r(rng, 4, 5), 1), {}), ((_r(rng, 4, 5), (slice(None), slice(1, None, 2))), {}),
                             ((_r(rng, 4, 5), (None, Ellipsis, 0)), {}),
                             ((_r(rng, 4, 5), np.array([0, 2, 0])), {}),
                             ((_r(rng, 4, 5), (np.array([0, 1, 1]), np.array([2, 2, 2]))), {}),
                             ((_r(rng, 4, 5), np.array([True, False, True, True])), {})])
-def _index(xp, input, *, index):
-    """``input[index]`` with basic and advanced (integer, boolean) indexing."""
+def _index(xp, input, *, index, node="IndexBackward0"):
+    """``input[index]`` with basic and advanced (integer, boolean) indexing; ``node``
+    names the node as PyTorch's op of the call (``F.embedding``: EmbeddingBackward0)."""
     out = input[index]
     if not isinstance(out, xp.ndarray):  # an element: index with ``...`` for a 0-d view instead
         out = input[(*(index if isinstance(index, tuple) else (index,)), Ellipsis)]

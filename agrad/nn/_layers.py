@@ -17,6 +17,7 @@ from agrad import _backends, _creation, _dtype
 from agrad._grad_mode import no_grad
 from agrad._ops._elementwise import where
 from agrad._ops._linalg import matmul
+from agrad._ops._shape import _index
 from agrad._ops._sorting import unique
 from agrad._tensor import Tensor
 
@@ -230,7 +231,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
             raise IndexError("index out of range in self")
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
-    out = weight[idx]
+    out = _index(weight, idx, node="EmbeddingBackward0")  # weight[idx], named as PyTorch's embedding
     padding_idx = _padding_index(padding_idx, n, "Padding_idx")
     if padding_idx is not None:
         with _backends.on(weight.device):

@@ -30,7 +30,7 @@ from agrad._ops._reductions import class_targets
 from agrad._ops._reductions import log_softmax as _log_softmax
 from agrad._ops._reductions import nll_loss as _nll_loss
 from agrad._ops._reductions import softmax as _softmax
-from agrad._ops._shape import constant_pad_nd, stack
+from agrad._ops._shape import constant_pad_nd, reshape, stack
 from agrad._ops._structure import t as _t
 from agrad._tensor import Tensor
 from agrad.nn._activations import _implicit_dim, logsigmoid
@@ -69,11 +69,28 @@ def _softmax_dim(name: str, input: Tensor, dim: int | None, stacklevel: int) -> 
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """``input @ weight.T + bias``."""
-    if bias is not None and input.ndim == 2 and weight.ndim == 2:
-        return addmm(bias, input, _t(weight))  # Note [Linear as one node]; TBackward0, as PyTorch's
+    """``input @ weight.T + bias``.
+
+    The ops are PyTorch's (ATen's ``linear``), so ``grad_fn`` is its: a matrix
+    input and a bias are one ``addmm`` (AddmmBackward0); any other contiguous
+    input with a vector bias is flattened to a matrix for the ``addmm`` and
+    viewed back (ViewBackward0); the rest is a ``matmul`` plus the bias.
+    """
+    if bias is not None and weight.ndim == 2:
+        if input.ndim == 2:
+            return addmm(bias, input, _t(weight))  # Note [Linear as one node]; TBackward0, as PyTorch's
+        shape = input._data.shape
+        if shape and _fusable_bias(bias) and input._data.flags.c_contiguous:  # reshapes that are views
+            rows = reshape(input, (math.prod(shape[:-1]), shape[-1]))
+            return reshape(addmm(bias, rows, _t(weight)), (*shape[:-1], weight._data.shape[0]))
     out = matmul(input, _t(weight) if weight.ndim > 1 else weight)
     return out if bias is None else out + bias
+
+
+def _fusable_bias(bias: Tensor) -> bool:
+    """Whether ATen's ``linear`` folds ``bias`` into an ``addmm``: a contiguous
+    vector, or one with extra dimensions of size one."""
+    return (bias.ndim == 1 or sum(1 for s in bias.shape if s != 1) == 1) and bias._data.flags.c_contiguous
 
 
 def _legacy_reduction(size_average: bool | None, reduce: bool | None, reduction: str) -> str:
