@@ -110,6 +110,7 @@ from agrad._grad_mode import (
     set_grad_enabled,
 )
 from agrad._graph._anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
+from agrad._misuse import BlockingCallWarning, NotAwaitedWarning
 from agrad._ops import (
     _aliases,
     _conv,
@@ -203,6 +204,7 @@ __all__ = [
     "bilinear", "celu", "celu_", "cosine_similarity", "hardshrink", "pairwise_distance",
     "pdist", "prelu", "rrelu", "rrelu_", "selu", "selu_", "threshold", "threshold_",
     "get_num_threads", "set_num_threads", "get_num_interop_threads", "set_num_interop_threads", "cooperative",
+    "NotAwaitedWarning", "BlockingCallWarning",
     "autograd", "cuda", "func", "linalg", "nn", "optim", "random", "utils", "serialization", "save", "load",
 ] + [
     *_elementwise.__all__, *_linalg.__all__, *_reductions.__all__, *_shape.__all__, *_pointwise.__all__,

@@ -21,6 +21,7 @@ from agrad._backends import device_of
 from agrad._device import CPU, device
 from agrad._grad_mode import grad_enabled, inference_enabled
 from agrad._graph._hooks import RemovableHandle, _add_hook
+from agrad._misuse import must_await
 from agrad._size import Size, size_of
 
 if TYPE_CHECKING:
@@ -707,13 +708,16 @@ class Tensor:
         return Edge(self._grad_accumulator(), 0)
 
     # -- backward ----------------------------------------------------------
+    @must_await("Tensor.backward()", "await loss.backward()", "loss.backward_sync()")
     async def backward(self, gradient: "Tensor | None" = None, retain_graph: bool | None = None,
                        create_graph: bool = False, inputs: Any = None) -> None:
         """Compute the gradient of this tensor w.r.t. graph leaves; awaitable.
 
         Same arguments and semantics as ``torch.Tensor.backward``.  Leaf
         gradients are committed to ``.grad`` only when the whole backward
-        succeeds; see :func:`agrad.autograd.backward`.
+        succeeds; see :func:`agrad.autograd.backward`.  Without ``await`` it
+        does nothing and reports :class:`agrad.NotAwaitedWarning` at the call
+        (Note [A forgotten await]).
         """
         from agrad.autograd import backward
         await backward(self, gradient, retain_graph, create_graph, inputs=inputs)

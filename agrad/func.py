@@ -58,6 +58,7 @@ from typing import Any
 from agrad._creation import zeros_like
 from agrad._grad_mode import enable_grad, is_grad_enabled
 from agrad._graph._node import AccumulateGrad
+from agrad._misuse import awaited
 from agrad._tensor import Tensor
 from agrad.autograd.functional import _Core, _drive, _drive_sync
 from agrad.nn.modules.module import Module
@@ -437,6 +438,20 @@ def _grad_core(func: Callable[..., Any], argnums: Any, has_aux: bool, with_value
     return (gradient, value) if with_value else gradient
 
 
+def _reporting(call: str, fix: str, twin: str) -> _Drive:
+    """``_drive``, its coroutine reporting a forgotten ``await`` of the transformed
+    function at the line that called it (Note [A forgotten await])."""
+    def drive(core: _Core) -> Any:
+        return awaited(_drive(core), call, fix, twin, depth=2)  # the user, the transformed function, here
+    return drive
+
+
+_DRIVE_GRAD = _reporting("agrad.func.grad(f)(...)", "await agrad.func.grad(f)(...)", "agrad.func.grad_sync(f)(...)")
+_DRIVE_GRAD_AND_VALUE = _reporting("agrad.func.grad_and_value(f)(...)", "await agrad.func.grad_and_value(f)(...)",
+                                   "agrad.func.grad_and_value_sync(f)(...)")
+_DRIVE_VJP = _reporting("vjp_fn(...) from agrad.func.vjp", "await vjp_fn(...)", "agrad.func.vjp_sync(f, ...)")
+
+
 def _grad_transform(func: Callable[..., Any], argnums: _Argnums, has_aux: bool, with_value: bool,
                     drive: _Drive) -> Callable[..., Any]:
     @functools.wraps(func)
@@ -466,7 +481,7 @@ def grad(func: Callable[..., Any], argnums: _Argnums = 0, has_aux: bool = False)
         >>> asyncio.run(agrad.func.grad(lambda x: x.sin().sum())(agrad.zeros(2)))
         tensor([1., 1.])
     """
-    return _grad_transform(func, argnums, has_aux, False, _drive)
+    return _grad_transform(func, argnums, has_aux, False, _DRIVE_GRAD)
 
 
 def grad_sync(func: Callable[..., Any], argnums: _Argnums = 0, has_aux: bool = False) -> Callable[..., Any]:
@@ -487,7 +502,7 @@ def grad_and_value(func: Callable[..., Any], argnums: _Argnums = 0, has_aux: boo
         >>> asyncio.run(agrad.func.grad_and_value(lambda x: (x * x).sum())(agrad.tensor([3.0])))
         (tensor([6.]), tensor(9.))
     """
-    return _grad_transform(func, argnums, has_aux, True, _drive)
+    return _grad_transform(func, argnums, has_aux, True, _DRIVE_GRAD_AND_VALUE)
 
 
 def grad_and_value_sync(func: Callable[..., Any], argnums: _Argnums = 0,
@@ -560,7 +575,7 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple
         >>> asyncio.run(vjp_fn(agrad.tensor([1.0, 10.0])))
         (tensor([ 2., 20.]),)
     """
-    return _vjp(func, primals, has_aux, _drive)
+    return _vjp(func, primals, has_aux, _DRIVE_VJP)
 
 
 def vjp_sync(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:

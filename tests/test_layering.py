@@ -56,6 +56,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
         # current graph task, engine options...) and the thread's kernel runner,
         # so that ops read the engine's ambient state without importing it.
         "agrad._ambient",
+        "agrad._misuse",
     )),
     (2, "tensor and graph", (
         "agrad._tensor",
@@ -96,6 +97,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
         "agrad.func",
         "agrad.utils*",
         "agrad.cuda",
+        "agrad._pytest_plugin",
         "agrad.serialization",
     )),
 ]

@@ -7,6 +7,7 @@ import agrad
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.filterwarnings("ignore::agrad.BlockingCallWarning")  # a blocking twin on the loop, on purpose
 async def test_await_backward_matches_blocking_twin() -> None:
     x = agrad.tensor([1.0, 2.0, 3.0], requires_grad=True)
     await (x * x).sum().backward()

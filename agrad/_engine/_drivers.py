@@ -20,7 +20,7 @@ import threading
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, cast
 
-from agrad._ambient import cooperative_call
+from agrad._ambient import cooperative_call, current_graph_task
 from agrad._engine import _device_workers, _traps
 from agrad._engine._cpu_worker import cpu_worker, serve
 from agrad._engine._graph_task import GraphTask
@@ -28,6 +28,7 @@ from agrad._engine._interrupts import cancel_on_interrupt, deferred_interrupts
 from agrad._engine._loops import running_here
 from agrad._engine._options import current_options
 from agrad._engine._requests import FINISH, DeviceIdle, DeviceJob, Request
+from agrad._misuse import warn_blocking
 
 # Note [Reentrant backward]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -123,6 +124,8 @@ def execute_sync(task: GraphTask) -> None:
     ``agrad.cooperative`` the call runs it in its time slices instead (Note
     [Backwards inside a cooperative call])."""
     job = cooperative_call()
+    if job is None and current_graph_task.get() is None and running_here():
+        warn_blocking()  # Note [A blocking call on a loop's thread]
     try:
         if _spills(task):
             if job is not None:  # the caller runs it in a fresh task of the loop

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agrad._engine import _drivers, _run
+from agrad._misuse import must_await
 from agrad._tensor import Tensor
 
 __all__ = ["backward", "backward_sync", "grad", "grad_sync"]
@@ -17,6 +18,8 @@ __all__ = ["backward", "backward_sync", "grad", "grad_sync"]
 _Tensors = Tensor | Sequence[Tensor]
 
 
+@must_await("agrad.autograd.backward(...)", "await agrad.autograd.backward(...)",
+            "agrad.autograd.backward_sync(...)")
 async def backward(
     tensors: _Tensors,
     grad_tensors: _Tensors | None = None,
@@ -39,7 +42,8 @@ async def backward(
             skipped.
 
     ``.grad`` is changed only if the whole backward succeeds: an exception or
-    a cancellation leaves every ``.grad`` as it was.
+    a cancellation leaves every ``.grad`` as it was.  Called without ``await``,
+    it does nothing and reports :class:`agrad.NotAwaitedWarning` at the call.
 
     Example::
 
@@ -64,8 +68,9 @@ def backward_sync(
 ) -> None:
     """Blocking twin of :func:`backward`: same arguments and effect.
 
-    Callable from any thread, including one whose event loop is running (it
-    then blocks that loop for the duration, as any blocking call does).
+    Callable from any thread, including one whose event loop is running: it
+    then blocks that loop for the duration, as any blocking call does, and
+    warns so (:class:`agrad.BlockingCallWarning`, once per call site).
 
     Example::
 
@@ -79,6 +84,7 @@ def backward_sync(
     _drivers.execute_sync(_run.backward_task(tensors, grad_tensors, retain_graph, create_graph, inputs))
 
 
+@must_await("agrad.autograd.grad(...)", "await agrad.autograd.grad(...)", "agrad.autograd.grad_sync(...)")
 async def grad(
     outputs: _Tensors,
     inputs: _Tensors,

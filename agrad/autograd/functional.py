@@ -14,6 +14,7 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from agrad._grad_mode import enable_grad
+from agrad._misuse import must_await
 from agrad._tensor import Tensor
 from agrad.autograd._api import grad, grad_sync
 
@@ -186,6 +187,8 @@ def _drive_sync(core: _Core) -> Any:
         return stop.value
 
 
+@must_await("agrad.autograd.functional.vjp(...)", "await agrad.autograd.functional.vjp(...)",
+            "agrad.autograd.functional.vjp_sync(...)")
 async def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
               strict: bool = False) -> tuple[Any, Any]:
     """``(func(*inputs), vᵀ·J)``: the vector-Jacobian product of ``func`` at ``inputs``.
@@ -202,6 +205,8 @@ def vjp_sync(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph:
     return _drive_sync(_vjp_core(func, inputs, v, create_graph, strict))
 
 
+@must_await("agrad.autograd.functional.jacobian(...)", "await agrad.autograd.functional.jacobian(...)",
+            "agrad.autograd.functional.jacobian_sync(...)")
 async def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, strict: bool = False,
                    vectorize: bool = False, strategy: str = "reverse-mode") -> Any:
     """The Jacobian of ``func`` at ``inputs`` (one backward per output element).
@@ -221,6 +226,8 @@ def jacobian_sync(func: Callable[..., Any], inputs: Any, create_graph: bool = Fa
     return _drive_sync(_jacobian_core(func, inputs, create_graph, strict, vectorize))
 
 
+@must_await("agrad.autograd.functional.hessian(...)", "await agrad.autograd.functional.hessian(...)",
+            "agrad.autograd.functional.hessian_sync(...)")
 async def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, strict: bool = False,
                   vectorize: bool = False, outer_jacobian_strategy: str = "reverse-mode") -> Any:
     """The Hessian of the scalar function ``func`` at ``inputs``.

@@ -104,6 +104,7 @@ def test_results_are_detached_without_create_graph() -> None:
     assert not F.hessian_sync(_f_single(agrad), x).requires_grad
 
 
+@pytest.mark.filterwarnings("ignore::agrad.BlockingCallWarning")  # a blocking twin on the loop, on purpose
 async def test_create_graph_allows_differentiating_the_result() -> None:
     x = agrad.tensor(A, requires_grad=True)
     _, g = await F.vjp(_f_single(agrad), x, create_graph=True)

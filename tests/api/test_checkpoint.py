@@ -91,6 +91,7 @@ def test_same_gradients_blocking(use_reentrant: bool) -> None:
     np.testing.assert_array_equal(agrad.rand(3).numpy(), next_draw)
 
 
+@pytest.mark.filterwarnings("ignore::agrad.BlockingCallWarning")  # a blocking twin on the loop, on purpose
 @pytest.mark.anyio
 @pytest.mark.parametrize("awaited", [True, False], ids=["awaited", "blocking-inside-a-running-loop"])
 @pytest.mark.parametrize("use_reentrant", VARIANTS)
@@ -339,6 +340,7 @@ def test_non_reentrant_create_graph() -> None:
         np.testing.assert_allclose(a, e, rtol=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore::agrad.BlockingCallWarning")  # a blocking twin on the loop, on purpose
 @pytest.mark.anyio
 async def test_non_reentrant_concurrent_backwards_on_one_graph() -> None:
     x = agrad.tensor([0.5, 1.0, 2.0], dtype=agrad.float64, requires_grad=True)
@@ -391,6 +393,7 @@ class _Note:
         pass
 
 
+@pytest.mark.filterwarnings("ignore::agrad.BlockingCallWarning")  # a blocking twin on the loop, on purpose
 @pytest.mark.anyio
 @pytest.mark.filterwarnings("ignore:None of the inputs have requires_grad")  # reentrant in reentrant, as torch
 @pytest.mark.parametrize("outer_reentrant", VARIANTS)

@@ -112,6 +112,7 @@ def test_grad_through_a_closed_over_tensor_that_requires_grad_is_recorded() -> N
     assert inner_over_closure(agrad.tensor([2.0])).item() == 1.0  # the inner argument does not require grad
 
 
+@pytest.mark.filterwarnings("ignore::agrad.BlockingCallWarning")  # a blocking twin on the loop, on purpose
 @pytest.mark.anyio
 async def test_awaited_forms_match_the_blocking_ones() -> None:
     f = lambda x, w: ((w @ x) ** 2).sum()  # noqa: E731

@@ -96,6 +96,7 @@ def test_one_instance_can_be_reentered() -> None:
     assert len(log) == 2
 
 
+@pytest.mark.filterwarnings("ignore::agrad.BlockingCallWarning")  # a blocking twin on the loop, on purpose
 @pytest.mark.anyio
 async def test_concurrent_tasks_see_only_their_own_hooks() -> None:
     logs: dict[str, list[Any]] = {"a": [], "b": [], "none": []}

@@ -60,6 +60,7 @@ def expected_grad(x: np.ndarray) -> np.ndarray:
     return 2 * t * (1 - t * t) * 2
 
 
+@pytest.mark.filterwarnings("ignore::agrad.BlockingCallWarning")  # a blocking twin on the loop, on purpose
 async def test_each_node_runs_on_its_devices_worker(fake: FakeBackend, api: Api) -> None:
     x = agrad.tensor([0.1, -0.4, 0.7], dtype=agrad.float64, requires_grad=True)
     await api.tensor_backward(model(x))
@@ -141,6 +142,7 @@ async def test_device_nodes_match_the_cpu(fake: FakeBackend, api: Api) -> None:
         np.testing.assert_allclose(grads["fake:1"][k], grads["cpu"][k], rtol=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore::agrad.BlockingCallWarning")  # a blocking twin on the loop, on purpose
 async def test_grad_and_retain_graph_on_a_device(fake: FakeBackend, api: Api) -> None:
     x = agrad.tensor([1.0, 2.0], dtype=agrad.float64, device="fake:0", requires_grad=True)
     y = (x ** 2).sum()
@@ -152,6 +154,7 @@ async def test_grad_and_retain_graph_on_a_device(fake: FakeBackend, api: Api) ->
         await api.grad(y, x)
 
 
+@pytest.mark.filterwarnings("ignore::agrad.BlockingCallWarning")  # a blocking twin on the loop, on purpose
 async def test_an_error_in_a_device_node_names_it_and_changes_no_grad(fake: FakeBackend, api: Api) -> None:
     class Boom(agrad.autograd.Function):
         @staticmethod
@@ -223,6 +226,7 @@ async def test_async_backwards_run_in_the_awaiting_task_on_any_device(fake: Fake
     np.testing.assert_allclose(x.grad.cpu().numpy(), 2 * np.exp([1.0, 3.0]), rtol=1e-6)
 
 
+@pytest.mark.filterwarnings("ignore::agrad.BlockingCallWarning")  # a blocking twin on the loop, on purpose
 async def test_inputs_restricted_backward_on_a_device(fake: FakeBackend, api: Api) -> None:
     a = agrad.tensor([1.0, 2.0], device="fake:0", requires_grad=True)
     b = agrad.tensor([3.0, 4.0], device="fake:1", requires_grad=True)

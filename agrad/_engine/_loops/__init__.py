@@ -54,16 +54,7 @@ def current_loop() -> Loop:
 
 def running_here() -> bool:
     """Whether an event loop (asyncio, uvloop or trio) runs on this thread."""
-    try:
-        asyncio.get_running_loop()
+    if asyncio._get_running_loop() is not None:
         return True
-    except RuntimeError:
-        pass
     trio = sys.modules.get("trio")
-    if trio is not None:
-        try:
-            trio.lowlevel.current_root_task()
-            return True
-        except RuntimeError:
-            pass
-    return False
+    return trio is not None and bool(trio.lowlevel.in_trio_run())
