@@ -1,4 +1,5 @@
-"""Shared fixtures: every async test runs on asyncio, asyncio+uvloop and trio."""
+"""Shared fixtures (every async test runs on asyncio, asyncio+uvloop and trio), and the
+timeout of the soaks at their full size."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from agrad import _backends
 from tests.devices.fake_backend import FakeBackend
+from tests.helpers import SOAK
 
 
 @pytest.fixture(
@@ -53,3 +55,17 @@ def fake_device() -> Iterator[str]:
         yield "fake:1"
     finally:
         _backends.unregister_backend("fake")
+
+
+# A soak at its full size (AGRAD_SOAK=full, Note [Soak sizes]) runs for minutes, not seconds: its
+# per-test timeout grows with it, staying as far above its run time as pyproject.toml's is above the
+# slowest test of a CI-sized run.
+FULL_SOAK_TIMEOUT_S = 3600
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if SOAK != "full":
+        return
+    for item in items:
+        if item.get_closest_marker("soak") is not None:
+            item.add_marker(pytest.mark.timeout(FULL_SOAK_TIMEOUT_S))

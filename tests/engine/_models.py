@@ -15,6 +15,7 @@ import numpy as np
 
 import agrad
 from agrad._engine._pool import current_pool
+from tests.helpers import WAIT_S
 
 ACTIVATIONS: dict[str, Callable[[Any, Any], Any]] = {
     "tanh": lambda lib, h: lib.tanh(h),
@@ -129,7 +130,7 @@ def make_rendezvous(n: int) -> tuple[Any, dict[str, Any]]:
 
 # -- the kernel pool ------------------------------------------------------------------------------
 
-WAIT = 10.0  # seconds a forced rendezvous or a worker's exit may take before a test fails
+WAIT = WAIT_S  # how long a forced rendezvous or a worker's exit may take before a test fails
 
 
 async def pool_is_idle() -> None:

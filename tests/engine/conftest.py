@@ -13,7 +13,6 @@ in, the thread it blocks).
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from typing import Any
 
@@ -22,6 +21,7 @@ import pytest
 import agrad
 from agrad._ops._registry import REGISTRY
 from agrad.autograd.graph import engine_options
+from tests.helpers import blocking_on_the_loop
 
 
 class Api:
@@ -40,7 +40,8 @@ class Api:
         return f"Api(blocking={self.blocking}, offload={self.offload!r})"
 
     def _scheduling(self) -> Any:
-        return contextlib.nullcontext() if self.blocking else engine_options(offload=self.offload)
+        # Blocking: called on the loop's thread on purpose (see the module's docstring).
+        return blocking_on_the_loop() if self.blocking else engine_options(offload=self.offload)
 
     async def backward(self, tensors: Any, grad_tensors: Any = None, **kwargs: Any) -> None:
         """``agrad.autograd.backward`` / ``backward_sync``."""

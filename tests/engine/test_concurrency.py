@@ -55,6 +55,7 @@ def sequential_sums(indices: Any) -> dict[str, np.ndarray]:
     return grads(p)
 
 
+@pytest.mark.filterwarnings("ignore::agrad.BlockingCallWarning")  # a blocking twin on the loop, on purpose
 async def test_blocking_twins_inside_a_running_loop() -> None:
     p = shared_leaves()
     integer_loss(p, 1).backward_sync()
@@ -69,6 +70,7 @@ async def test_blocking_twins_inside_a_running_loop() -> None:
     assert_exactly_equal(grads(p), sequential_sums([1, 2, 4]))
 
 
+@pytest.mark.filterwarnings("ignore::agrad.BlockingCallWarning")  # a blocking twin on the loop, on purpose
 async def test_blocking_twin_while_sibling_tasks_wait() -> None:
     # A blocking backward stalls the loop but does not break it: a sibling task
     # blocked on an event it sets resumes afterwards.

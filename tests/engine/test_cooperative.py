@@ -59,13 +59,12 @@ from tests.engine.test_cpu_worker import (
     on_call,
     runs,
 )
-from tests.helpers import requires_torch, torch
+from tests.helpers import WAIT_S, requires_torch, torch
 
 pytest.importorskip("greenlet")
 pytestmark = pytest.mark.anyio
 
-WAIT = 10.0  # seconds a thread rendezvous may take before a test fails (never reached when it passes)
-HANG = 5.0  # seconds after which a call that takes well under 0.1 s counts as hung
+WAIT = WAIT_S  # a thread rendezvous, or a call that takes well under 0.1 s, is hung after this long
 LR = 0.5
 AGRAD_DIR = os.path.dirname(agrad.__file__) + os.sep
 
@@ -152,6 +151,7 @@ def training_step(p: dict[str, agrad.Tensor], steps: int = 2) -> list[float]:
     return losses
 
 
+@pytest.mark.filterwarnings("ignore::agrad.BlockingCallWarning")  # a blocking twin on the loop, on purpose
 @pytest.mark.parametrize("offload", ["auto", "always"])
 async def test_backward_sync_gives_the_plain_calls_result_and_gradient(offload: str) -> None:
     rng = np.random.default_rng(1)
@@ -165,6 +165,7 @@ async def test_backward_sync_gives_the_plain_calls_result_and_gradient(offload: 
     assert_close(coop_w.grad, plain_w.grad.numpy(), rtol=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore::agrad.BlockingCallWarning")  # a blocking twin on the loop, on purpose
 @pytest.mark.parametrize("offload", ["auto", "always"])
 async def test_grad_sync_gives_the_plain_calls_gradients(offload: str) -> None:
     rng = np.random.default_rng(2)
@@ -179,6 +180,7 @@ async def test_grad_sync_gives_the_plain_calls_gradients(offload: str) -> None:
     assert w.grad is None and x.grad is None  # grad() accumulates nothing
 
 
+@pytest.mark.filterwarnings("ignore::agrad.BlockingCallWarning")  # a blocking twin on the loop, on purpose
 @pytest.mark.parametrize("offload", ["auto", "always"])
 async def test_a_training_step_gives_the_plain_calls_parameters(offload: str) -> None:
     arrays = mlp_arrays(np.random.default_rng(3))
@@ -404,6 +406,7 @@ async def test_backward_sync_inside_runs_on_the_worker_in_slices_and_commits_inl
     assert_grad(x, 2.0)
 
 
+@pytest.mark.filterwarnings("ignore::agrad.BlockingCallWarning")  # a blocking twin on the loop, on purpose
 async def test_a_reentrant_checkpoint_inside() -> None:
     def fn(w: agrad.Tensor) -> agrad.Tensor:
         y = checkpoint(lambda t: (t * 3.0).tanh() * t, w, use_reentrant=True)
@@ -617,7 +620,7 @@ def test_a_backward_in_fns_cleanup_after_cancellation_does_not_hang(backend: tup
     # fn's ``finally`` runs a blocking backward after its caller was cancelled.
     # It may run or raise the cancellation again; it must not wait forever for
     # a caller that is no longer serving it.  Run in a thread of its own, so
-    # that a hang fails the test after HANG seconds instead of stopping the run.
+    # that a hang fails the test after WAIT seconds instead of stopping the run.
     w = agrad.ones(3, dtype=agrad.float64, requires_grad=True)
     log: list[int] = []
     outcome: dict[str, Any] = {}
@@ -650,7 +653,7 @@ def test_a_backward_in_fns_cleanup_after_cancellation_does_not_hang(backend: tup
 
     thread = threading.Thread(target=run, daemon=True)  # daemon: a hung loop must not block the exit
     thread.start()
-    thread.join(HANG)
+    thread.join(WAIT)
     assert not thread.is_alive(), "the cooperative call never returned"
     assert "error" not in outcome, outcome
     assert outcome["caught"]

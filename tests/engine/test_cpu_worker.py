@@ -536,6 +536,7 @@ class NestedBlocking(agrad.autograd.Function):
         return g, None
 
 
+@pytest.mark.filterwarnings("ignore::agrad.BlockingCallWarning")  # a blocking twin on the loop, on purpose
 async def test_awaited_and_blocking_backwards_together() -> None:
     # Shared leaf ``w``: the awaited backwards add 1, 2, 3 (and 1000 from a
     # blocking backward nested in one of their nodes); a blocking backward on

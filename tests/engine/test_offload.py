@@ -79,6 +79,7 @@ async def test_kernel_runs_where_the_policy_says(mode: str, pin: bool | None, la
     assert x.grad.tolist() == [1.0] * 64
 
 
+@pytest.mark.filterwarnings("ignore::agrad.BlockingCallWarning")  # a blocking twin on the loop, on purpose
 async def test_blocking_twin_runs_every_kernel_inline() -> None:
     threads: list[int] = []
     probe = probe_class(True, lambda ctx, g: (threads.append(threading.get_ident()), g)[1])
@@ -163,18 +164,20 @@ async def test_loop_runs_other_nodes_and_tasks_while_a_kernel_runs() -> None:
 
 async def test_a_small_backward_gets_a_slot_before_a_huge_one_finishes(interop_threads: Any) -> None:
     # One worker, so two kernel slots (Note [Kernel slots]).  The huge backward has
-    # 16 branches of 5 ms kernels and is in line for slots when the small one asks;
-    # slots are handed out in order, so the small one finishes after a few of the
-    # huge one's kernels, not after all of them.
+    # 16 branches of offloaded kernels and is in line for slots when the small one
+    # asks; slots are handed out in order, so the small one finishes after a few of
+    # the huge one's kernels, not after all of them.  The huge one's kernels hold
+    # their slots until the small one is in line: forced, so a slow loop (a loaded
+    # machine) cannot let the huge one finish first.
     interop_threads(1)
-    started = threading.Event()
+    started, small_in_line = threading.Event(), threading.Event()
 
-    def nap(ctx: Any, g: agrad.Tensor) -> agrad.Tensor:
+    def hold(ctx: Any, g: agrad.Tensor) -> agrad.Tensor:
         started.set()
-        time.sleep(0.005)
+        small_in_line.wait(WAIT)
         return g
 
-    slow = probe_class(True, nap)
+    slow = probe_class(True, hold)
     x = agrad.ones(2, requires_grad=True)
     huge = sum((slow.apply(x * float(i)).sum() for i in range(16)), agrad.tensor(0.0))
     y = agrad.ones(2, requires_grad=True)
@@ -185,9 +188,18 @@ async def test_a_small_backward_gets_a_slot_before_a_huge_one_finishes(interop_t
         await huge.backward()
         order.append("huge")
 
+    async def note_small_in_line(ahead: list[InFlight]) -> None:
+        pool = current_pool()
+        with anyio.fail_after(WAIT):
+            while all(job in ahead for job in pool._waiting):  # noqa: ASYNC110  (a line the loop's tasks join)
+                await anyio.sleep(0.001)
+        small_in_line.set()
+
     async def run_small() -> None:
         await set_in_a_thread(started)
-        await small.backward()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(note_small_in_line, list(current_pool()._waiting))
+            await small.backward()
         order.append("small")
 
     async with anyio.create_task_group() as tg:
@@ -229,11 +241,12 @@ async def test_a_failing_thread_kernel_is_named_and_waits_for_its_siblings() -> 
 
 
 async def test_cancelled_while_a_kernel_runs_waits_for_it_and_changes_nothing() -> None:
-    in_kernel, kernel_done = threading.Event(), threading.Event()
+    in_kernel, cancelled, kernel_done = threading.Event(), threading.Event(), threading.Event()
 
     def slow(ctx: Any, g: agrad.Tensor) -> agrad.Tensor:
         in_kernel.set()
-        time.sleep(0.05)
+        cancelled.wait(WAIT)  # the kernel outlasts the cancellation, however slow the loop is to send it
+        time.sleep(0.05)  # and most likely the loop's handling of it too (the test would still pass if not)
         kernel_done.set()
         return g * 2.0
 
@@ -245,6 +258,7 @@ async def test_cancelled_while_a_kernel_runs_waits_for_it_and_changes_nothing() 
             async def cancel_when_in_kernel() -> None:
                 await set_in_a_thread(in_kernel)
                 scope.cancel()
+                cancelled.set()
 
             tg.start_soon(cancel_when_in_kernel)
             await loss.backward(retain_graph=True)
@@ -542,6 +556,7 @@ async def test_a_lone_backward_runs_its_products_in_row_blocks(
         (64, threading.get_ident()), (512, threading.get_ident())]
 
 
+@pytest.mark.filterwarnings("ignore::agrad.BlockingCallWarning")  # a blocking twin on the loop, on purpose
 async def test_products_stay_whole_when_busy_for_one_row_or_blocking(
         product_blocks: list[tuple[str, int, int]], interop_threads: Any, rng: np.random.Generator) -> None:
     interop_threads(2)

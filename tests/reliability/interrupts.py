@@ -33,6 +33,7 @@ from typing import Any
 
 import agrad
 from agrad._engine._staged_grads import COMMITTED_NOTE
+from tests.helpers import collect_only_new_objects
 from tests.reliability import _graphs, _invariants
 from tests.reliability._invariants import Tally
 
@@ -134,7 +135,8 @@ class Injected(BaseException):
     """A BaseException that is neither KeyboardInterrupt nor SystemExit."""
 
 
-_RAISERS = (KeyboardInterrupt, SystemExit, Injected)
+RAISERS = (KeyboardInterrupt, SystemExit, Injected)
+PLACES = ("hook", "function")
 
 
 class _Raise(agrad.autograd.Function):
@@ -159,10 +161,9 @@ def _raiser(exc_type: type[BaseException]) -> Any:
 
 def node_raise_trial(seed: int, tally: Tally) -> None:
     """A hook or a Function's backward raises a BaseException at a random node of a chain."""
-    rs = random.Random(seed ^ 0xB0B)
     graph = _graphs.build(seed, ("chain", "fanin", "checkpoint", "nested"))
-    exc_type = rs.choice(_RAISERS)
-    how = rs.choice(("hook", "function"))
+    # In turn: any run of six seeds raises each BaseException from each place (Note [Soak sizes]).
+    exc_type, how = RAISERS[seed % len(RAISERS)], PLACES[seed // len(RAISERS) % len(PLACES)]
     # Splice the raising node onto the first leaf's path: it feeds every call's root.
     x = graph.leaves[0]
     extra = _Raise.apply(x, exc_type("injected")) if how == "function" else x * 1.0
@@ -193,9 +194,10 @@ def soak(trials: int, seed: int) -> Tally:
     # inherited it ignored (a background job of a shell without job control starts so).
     old = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        for s in range(seed, seed + trials):
-            sigint_trial(s, tally)
-            node_raise_trial(s, tally)
+        with collect_only_new_objects():  # each SIGINT trial collects first (Note [Collecting per trial])
+            for s in range(seed, seed + trials):
+                sigint_trial(s, tally)
+                node_raise_trial(s, tally)
     finally:
         signal.signal(signal.SIGINT, old)
     tally.seconds = time.perf_counter() - start

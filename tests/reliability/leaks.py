@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import math
 import random
 import threading
 import time
@@ -29,6 +30,7 @@ from agrad._engine._graph_task import GraphTask
 from agrad._graph._node import Node
 from agrad.autograd.graph import engine_options
 from agrad.utils.checkpoint import checkpoint
+from tests.helpers import WAIT_S
 from tests.reliability import _invariants
 from tests.reliability._invariants import Tally
 from tests.reliability.cancellation import backend_args
@@ -61,8 +63,7 @@ def _graph(rs: random.Random, mode: str) -> tuple[agrad.Tensor, agrad.Tensor]:
     return x, h.sum()
 
 
-async def _async_step(rs: random.Random, tally: Tally, backend: str) -> None:
-    mode = rs.choice(ASYNC_MODES)
+async def _async_step(rs: random.Random, mode: str, tally: Tally, backend: str) -> None:
     tally.trials[f"{backend}: {mode}"] += 1
     x, y = _graph(rs, mode)
     with engine_options(offload="always" if mode == "offloaded" else "auto", max_recursion_depth=1):
@@ -83,8 +84,7 @@ async def _async_step(rs: random.Random, tally: Tally, backend: str) -> None:
             await y.backward()
 
 
-def _sync_step(rs: random.Random, tally: Tally) -> None:
-    mode = rs.choice(SYNC_MODES)
+def _sync_step(rs: random.Random, mode: str, tally: Tally) -> None:
     tally.trials[f"blocking: {mode}"] += 1
     _, y = _graph(rs, mode)
     with engine_options(max_recursion_depth=1):
@@ -96,8 +96,8 @@ def _sync_step(rs: random.Random, tally: Tally) -> None:
 
 async def _async_round(steps: int, seed: int, tally: Tally, backend: str) -> None:
     rs = random.Random(seed)
-    for _ in range(steps):
-        await _async_step(rs, tally, backend)
+    for step in range(steps):  # modes in turn: a round of any size runs each (Note [Soak sizes])
+        await _async_step(rs, ASYNC_MODES[step % len(ASYNC_MODES)], tally, backend)
     left = await _invariants.settle_async()
     if left:
         tally.violation(seed, f"{backend} round", [f"when the loop closes: {p}" for p in left])
@@ -107,8 +107,8 @@ def _round(steps: int, seed: int, tally: Tally) -> None:
     for k, backend in enumerate(BACKENDS):
         anyio.run(_async_round, steps, seed + k, tally, backend, **backend_args(backend))
     rs = random.Random(seed + len(BACKENDS))
-    for _ in range(steps):
-        _sync_step(rs, tally)
+    for step in range(steps):
+        _sync_step(rs, SYNC_MODES[step % len(SYNC_MODES)], tally)
 
 
 def _agrad_objects() -> Counter[str]:
@@ -121,14 +121,21 @@ def _agrad_objects() -> Counter[str]:
                    if issubclass(type(o), kinds))
 
 
-def _measure() -> dict[str, Any]:
-    _invariants.settle_sync()
-    time.sleep(0.05)
-    objects = _agrad_objects()
+def _threads() -> int:
     # trio keeps idle worker threads in its own cache for seconds ("Trio thread N" while idle); they are
     # not the engine's to end, and how many are cached depends on timing.
-    threads = sum(1 for t in threading.enumerate() if not t.name.startswith("Trio thread"))
-    return {"threads": threads, "objects": objects, "traced": tracemalloc.get_traced_memory()[0]}
+    return sum(1 for t in threading.enumerate() if not t.name.startswith("Trio thread"))
+
+
+def _measure(threads_at_most: float = math.inf) -> dict[str, Any]:
+    """Threads, agrad objects and traced memory once the engine is quiet; threads still ending are
+    given until ``WAIT_S`` to end, while more than ``threads_at_most`` are left (a condition, not a nap:
+    a loaded machine may be slow to end a thread, and a leak never ends it)."""
+    _invariants.settle_sync()
+    deadline = time.monotonic() + WAIT_S
+    while _threads() > threads_at_most and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return {"threads": _threads(), "objects": _agrad_objects(), "traced": tracemalloc.get_traced_memory()[0]}
 
 
 def soak(steps: int, seed: int) -> Tally:
@@ -144,7 +151,7 @@ def soak(steps: int, seed: int) -> Tally:
         _round(steps, seed + 100, tally)
         a = _measure()
         _round(steps, seed + 200, tally)
-        b = _measure()
+        b = _measure(threads_at_most=a["threads"])
     finally:
         if not tracing:
             tracemalloc.stop()
