@@ -10,15 +10,18 @@ medians are kept so that drift shows.
 
 Also here: the gradient agreement check every benchmark runs before timing,
 the machine header its figures are quoted with, resident-memory readings, a
-subprocess runner for measurements that need a clean process, and the table
-printer.
+subprocess runner for measurements that need a clean process, the table
+printer, the check for the peers a benchmark compares with (``require``) and
+the line each phase of a run prints as it starts (``progress``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import gc
+import importlib.util
 import json
 import os
 import platform
@@ -28,7 +31,8 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import warnings
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from importlib import metadata
@@ -39,6 +43,56 @@ import numpy as np
 import agrad
 
 clock = time.perf_counter
+
+# -- peers and progress ------------------------------------------------------------------------
+
+# What installs each peer a benchmark may compare with or draw through: none of them is a
+# dependency of agrad itself (pyproject.toml's ``bench`` and ``serving`` extras; PyTorch apart).
+INSTALL = {
+    "torch": "pip install torch==2.13.0",
+    **dict.fromkeys(("autograd", "matplotlib"), 'pip install -e ".[bench]"'),
+    **dict.fromkeys(("greenlet", "starlette", "uvicorn", "httptools", "safetensors"), 'pip install -e ".[serving]"'),
+}
+
+
+def require(script: str, *modules: str) -> None:
+    """Exit with status 2 and one line saying what to install if any of ``modules`` is missing.
+
+    Called before any work, so that a fresh ``pip install -e .`` gets the
+    command to run instead of a traceback minutes into a run.  ``modules`` are
+    keys of ``INSTALL``; ``script`` names the benchmark in the message.
+    """
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        commands = " && ".join(dict.fromkeys(INSTALL[m] for m in missing))
+        print(f"{os.path.basename(script)} needs {', '.join(missing)}, not installed here: {commands}",
+              file=sys.stderr)
+        sys.exit(2)
+
+
+def progress(i: int, n: int, what: str) -> None:
+    """Print ``[i/n] what`` as phase ``i`` of ``n`` starts, flushed at once.
+
+    A benchmark prints each table only when its phase is done, seconds to
+    minutes later; this line shows that the run moves and how far it has come
+    (flushed: a pipe or a CI log would otherwise hold it, and what came before
+    it, until the buffer fills).
+    """
+    print(f"[{i}/{n}] {what}", flush=True)
+
+
+@contextlib.contextmanager
+def blocking_on_purpose() -> Iterator[None]:
+    """Silence ``agrad.BlockingCallWarning`` inside the block.
+
+    Where a benchmark calls the blocking twin on a running event loop, that
+    blocked loop is what it measures (the responsiveness tables' "blocking"
+    rows), not a mistake to warn about.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", agrad.BlockingCallWarning)
+        yield
+
 
 # -- timing ----------------------------------------------------------------------------------
 
@@ -195,15 +249,23 @@ def _version(dist: str) -> str:
 
 
 def machine_info() -> str:
-    """Where the figures were taken, one fact per line; the last line names the event loop."""
+    """Where the figures were taken, one fact per line; the last line names the event loop.
+
+    PyTorch's threads are reported where the benchmark has imported it; one
+    that runs no PyTorch in this process is not made to import it (seconds,
+    and a heap that makes every ``gc.collect`` between samples slower) for
+    the header: its installed version is reported instead.
+    """
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     threads = {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
                if k in os.environ}
-    try:
-        import torch
+    torch = sys.modules.get("torch")
+    if torch is not None:
         torch_version = f"torch {torch.__version__} (torch threads {torch.get_num_threads()})"
-    except ImportError:
-        torch_version = "torch not installed"
+    else:
+        installed = _version("torch")
+        torch_version = "torch not installed" if installed == "not installed" else \
+            f"torch {installed} (not imported in this process)"
     return "\n".join([
         f"date       {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
         f"machine    {_cpu_model()}; os.cpu_count()={os.cpu_count()}, usable cores={affinity}, "

@@ -25,7 +25,8 @@ time bound, whichever comes first.  The load average is printed before and
 after each measurement.  Nothing here asserts on timings.
 
 Run ``python bench/bench_blas_threads.py`` (about a minute), ``--quick`` for a
-smoke run, ``--only big`` for one measurement.
+smoke run (about ten seconds), ``--only big`` for one measurement.  Each
+measurement prints a line as it starts.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ import numpy as np
 from threadpoolctl import threadpool_info
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _harness import Measurement, System, format_table  # noqa: E402
+from _harness import Measurement, System, format_table, progress  # noqa: E402
 
 import agrad  # noqa: E402
 from agrad._blas import USER_VARIABLES  # noqa: E402
@@ -145,13 +146,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"machine    {platform.processor() or platform.machine()}, usable cores {_usable_cores()}, "
           f"python {platform.python_version()}, numpy {np.__version__}, {blas or 'no BLAS found'}")
     print(f"agrad      get_num_threads() = {default} at start (BLAS variables set: {env or 'none'})")
+    chosen = args.only or RUNS
     try:
-        for title, sample, condition, repeats, seconds, gap in (runs[name] for name in args.only or RUNS):
+        for i, (title, sample, condition, repeats, seconds, gap) in enumerate((runs[name] for name in chosen), 1):
+            print()
+            progress(i, len(chosen), title)
             before = _load()
             with condition():
                 results = measure_threads(sample, counts, warmup=3 if repeats > 10 else 1, repeats=repeats,
                                           seconds=seconds, gap=gap)
-            print()
             print(format_table(f"{title}; load average (1/5/15 min) {before} before, {_load()} after", "ms", 1e3,
                                results, {"/ 1 thread": results[0].system.label}, markdown=args.markdown))
             print("  p90: " + ", ".join(f"{m.system.label} {np.percentile(sum(m.blocks, []), 90) * 1e3:.3f} ms"

@@ -24,14 +24,16 @@ steps after a warm-up.  Subprocesses run in the order A B C ... then reversed,
 and a system's time is the median over both rounds.  Gradients of every
 system are checked to agree before anything is reported.
 
-Run ``python bench/bench_checkpoint.py`` (about two minutes) or ``--quick``.
-Nothing here asserts on timings.
+Run ``python bench/bench_checkpoint.py`` (a few minutes) or ``--quick`` (batch
+256, one round: a smoke run of about half a minute).  Each subprocess prints
+a line as it starts.  Nothing here asserts on timings.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import os
 import statistics
@@ -44,9 +46,10 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _harness import machine_info, peak_rss_mib, rss_mib, spawn_json  # noqa: E402
+from _harness import machine_info, peak_rss_mib, progress, require, rss_mib, spawn_json  # noqa: E402
 
 LAYERS, WIDTH, BATCH, SEGMENTS = 32, 256, 2048, 4
+QUICK_BATCH = 256  # a smoke run: activations only as large as the weights, its memory figures not for quoting
 # system -> (library, checkpointing: None, "reentrant" or "non-reentrant", how agrad runs the backward)
 SYSTEMS: dict[str, tuple[str, str | None, str]] = {
     "agrad, no checkpoint": ("agrad", None, "await"),
@@ -72,16 +75,10 @@ def _step_fn(library: str, mode: str | None, driver: str, width: int = WIDTH, ba
              ) -> tuple[Callable[[], Any], Callable[[], list[np.ndarray]]]:
     """One training step of the system, and a function returning its gradients."""
     params_np, x_np = _arrays(width, batch)
-    if library == "agrad":
-        import agrad as lib
-        from agrad.utils.checkpoint import checkpoint_sequential
-        params = [lib.from_numpy(p.copy()).requires_grad_() for p in params_np]
-        x = lib.from_numpy(x_np.copy()).requires_grad_()
-    else:
-        import torch as lib
-        from torch.utils.checkpoint import checkpoint_sequential  # type: ignore[no-redef]
-        params = [lib.from_numpy(p.copy()).requires_grad_() for p in params_np]
-        x = lib.from_numpy(x_np.copy()).requires_grad_()
+    lib: Any = importlib.import_module(library)  # agrad or torch: the same calls from here on
+    checkpoint_sequential = importlib.import_module(f"{library}.utils.checkpoint").checkpoint_sequential
+    params = [lib.from_numpy(p.copy()).requires_grad_() for p in params_np]
+    x = lib.from_numpy(x_np.copy()).requires_grad_()
     F = lib.nn.functional
     layers = [lambda h, w=params[2 * i], b=params[2 * i + 1]: F.relu(F.linear(h, w, b)) for i in range(LAYERS)]
 
@@ -113,7 +110,7 @@ def _step_fn(library: str, mode: str | None, driver: str, width: int = WIDTH, ba
     return step, lambda: [p.grad.numpy().copy() for p in [*params, x]]
 
 
-def run_one(name: str, repeats: int, warmup: int) -> dict[str, Any]:
+def run_one(name: str, repeats: int, warmup: int, batch: int) -> dict[str, Any]:
     """In a subprocess: peak memory of one step, then its time."""
     library, mode, driver = SYSTEMS[name]
     if library == "torch":
@@ -122,7 +119,7 @@ def run_one(name: str, repeats: int, warmup: int) -> dict[str, Any]:
     # A first step of a tiny model of the same system initializes whatever either
     # library sets up lazily, without raising the process's high-water mark.
     _step_fn(library, mode, driver, width=16, batch=4)[0]()
-    step, grads = _step_fn(library, mode, driver)
+    step, grads = _step_fn(library, mode, driver, batch=batch)
     before = rss_mib()
     step()
     peak = peak_rss_mib() - before
@@ -146,8 +143,9 @@ def run_one(name: str, repeats: int, warmup: int) -> dict[str, Any]:
     return result
 
 
-def _spawn(name: str, repeats: int, warmup: int) -> dict[str, Any]:
-    return spawn_json(__file__, ["--child", name, "--repeats", str(repeats), "--warmup", str(warmup)])
+def _spawn(name: str, repeats: int, warmup: int, batch: int) -> dict[str, Any]:
+    return spawn_json(__file__, ["--child", name, "--repeats", str(repeats), "--warmup", str(warmup),
+                                 "--batch", str(batch)])
 
 
 def _check_gradients(results: dict[str, list[dict[str, Any]]]) -> None:
@@ -163,24 +161,34 @@ def _check_gradients(results: dict[str, list[dict[str, Any]]]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="few repeats: a smoke run")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"batch {QUICK_BATCH}, one round, few repeats: a smoke run")
     parser.add_argument("--repeats", type=int, help="timed steps per subprocess (default 5, 2 with --quick)")
     parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--rounds", type=int, help="rounds of subprocesses A B C ..., reversed every other round "
+                        "(default 2, 1 with --quick)")
+    parser.add_argument("--batch", type=int, help=f"rows of the input (default {BATCH}, {QUICK_BATCH} with --quick)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     repeats = args.repeats or (2 if args.quick else 5)
+    rounds = args.rounds or (1 if args.quick else 2)
+    batch = args.batch or (QUICK_BATCH if args.quick else BATCH)
     if args.child:
-        print(json.dumps(run_one(args.child, repeats, args.warmup)))
+        print(json.dumps(run_one(args.child, repeats, args.warmup, batch)))
         return 0
 
+    require(__file__, "torch")
     print(machine_info())
-    print(f"settings   {LAYERS} layers of relu(linear), width {WIDTH}, batch {BATCH}, float32; checkpoint_sequential "
-          f"with {SEGMENTS} segments; {repeats} timed steps per subprocess after {args.warmup} warm-up, two rounds\n")
+    print(f"settings   {LAYERS} layers of relu(linear), width {WIDTH}, batch {batch}, float32; checkpoint_sequential "
+          f"with {SEGMENTS} segments; {repeats} timed steps per subprocess after {args.warmup} warm-up, "
+          f"{rounds} round{'s' * (rounds > 1)}\n")
     names = list(SYSTEMS)
     results: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
-    for order in (names, names[::-1]):
-        for name in order:
-            results[name].append(_spawn(name, repeats, args.warmup))
+    runs = [(r, name) for r in range(rounds) for name in (names if r % 2 == 0 else names[::-1])]
+    for i, (r, name) in enumerate(runs, 1):
+        progress(i, len(runs), f"{name} (round {r + 1}): one step's peak memory, then {repeats} timed steps, "
+                 "in a fresh process")
+        results[name].append(_spawn(name, repeats, args.warmup, batch))
     _check_gradients(results)
 
     def med(name: str, key: str) -> float:
@@ -189,8 +197,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     def time_ms(name: str) -> float:
         return statistics.median(statistics.median(r["times"]) for r in results[name]) * 1e3
 
-    print(f"32-layer MLP step (forward + backward): peak memory above the model and time  "
-          f"[MiB: median of 2 processes; ms: median of 2 x {repeats} steps]")
+    print(f"{LAYERS}-layer MLP step (forward + backward): peak memory above the model and time  "
+          f"[MiB: median of {rounds} process{'es' * (rounds > 1)}; ms: median of {rounds} x {repeats} steps]")
     w = max(map(len, names)) + 2
     print(f"  {'system':<{w}}{'peak RSS':>10}{'numpy peak':>12}{'step ms':>10}{'vs no ckpt':>12}{'time vs torch':>15}")
     for name in names:

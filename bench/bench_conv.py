@@ -54,6 +54,8 @@ from _harness import (  # noqa: E402
     format_table,
     machine_info,
     measure,
+    progress,
+    require,
     write_docs_region,
 )
 
@@ -82,10 +84,8 @@ def pin_malloc() -> bool:
     return bool(libc.mallopt(m_mmap_threshold, 1 << 30)) and bool(libc.mallopt(m_trim_threshold, 2**31 - 1))
 
 
-try:
-    import torch
-except ImportError:  # pragma: no cover - the peer is optional for agrad, required here
-    sys.exit("bench_conv.py compares agrad with PyTorch: pip install torch==2.13.0")
+require(__file__, "torch")  # the peer is optional for agrad, required here
+import torch  # noqa: E402
 
 AWAIT, BLOCKING, TORCH, NUMPY = "agrad await", "agrad blocking", "pytorch", "numpy (limit)"
 LABELS = (AWAIT, BLOCKING, TORCH, NUMPY)
@@ -401,7 +401,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"settings   {settings}\n")
     started = clock()
     outcomes = []
-    for key in keys:
+    for i, key in enumerate(keys, 1):
+        progress(i, len(keys), workloads[key].title)
         out = run_workload(workloads[key], warmup, repeats, pause, rounds)
         outcomes.append(out)
         print(report(out))

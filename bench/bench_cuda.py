@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import statistics
 import sys
 from collections.abc import Callable, Sequence
@@ -69,7 +70,7 @@ def _agrad_loss(ps: Sequence[agrad.Tensor], x: agrad.Tensor, y: agrad.Tensor) ->
 class AgradMLP:
     def __init__(self, dev: str, params: Sequence[np.ndarray], x: np.ndarray, y: np.ndarray) -> None:
         self.dev = agrad.device(dev)
-        self.ps = [agrad.tensor(p, device=dev, requires_grad=True) for p in params]
+        self.ps: list[Any] = [agrad.tensor(p, device=dev, requires_grad=True) for p in params]  # .grad read and reset
         self.x = agrad.tensor(x, device=dev)
         self.y = agrad.tensor(y, device=dev)
 
@@ -110,7 +111,7 @@ class TorchMLP:
 
         self.torch = torch
         self.dev = torch.device(dev)
-        self.ps = [torch.tensor(p, device=self.dev, requires_grad=True) for p in params]
+        self.ps: list[Any] = [torch.tensor(p, device=self.dev, requires_grad=True) for p in params]
         self.x = torch.tensor(x, device=self.dev)
         self.y = torch.tensor(y, device=self.dev)
 
@@ -166,8 +167,8 @@ def training_step(dev: str, batch: int, warmup: int, repeats: int, rounds: int) 
     if tor is not None:
         tor.loss().backward()
         grads[f"torch {tdev}"] = tor.grads()
-        for p in tor.ps:
-            p.grad = None
+        for t in tor.ps:
+            t.grad = None
     H.check_same_gradients("MLP step", grads, rtol=2e-3, atol=2e-5)
     loop = asyncio.new_event_loop()
     systems = [H.System("agrad await", agr.step_async, is_async=True), H.System("agrad blocking", agr.step_sync)]
@@ -197,13 +198,14 @@ async def _ticked(model: AgradMLP, blocking: bool) -> tuple[float, list[float]]:
     stop = asyncio.Event()
     ticker = asyncio.create_task(_ticker(ticks, stop))
     await asyncio.sleep(0.02)
-    t0 = H.clock()
-    if blocking:
-        loss.backward_sync()
-    else:
-        await loss.backward()
-    model.sync()
-    t1 = H.clock()
+    with H.blocking_on_purpose():
+        t0 = H.clock()
+        if blocking:
+            loss.backward_sync()
+        else:
+            await loss.backward()
+        model.sync()
+        t1 = H.clock()
     await asyncio.sleep(0.01)
     stop.set()
     await ticker
@@ -250,12 +252,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     global SIZES
     if args.quick or args.device.startswith("fake"):
         SIZES = (64, 128, 128, 10)
+    with contextlib.suppress(ImportError):  # the peer, if installed: imported now, the header gives its threads
+        import torch  # noqa: F401
     print(H.machine_info())
     print(f"device     {args.device}")
     quick = args.quick or args.device.startswith("fake")
-    training_step(args.device, 64 if quick else 512, warmup=2 if quick else 10, repeats=3 if quick else 30,
+    train_batch, resp_batch = (64, 256) if quick else (512, 16384)
+    H.progress(1, 2, f"MLP training step {'-'.join(map(str, SIZES))}, batch {train_batch}, on {args.device}")
+    training_step(args.device, train_batch, warmup=2 if quick else 10, repeats=3 if quick else 30,
                   rounds=1 if quick else 2)
-    responsiveness(args.device, 256 if quick else 16384, repeats=2 if quick else 10)
+    H.progress(2, 2, f"responsiveness: a 1 ms ticker during a backward at batch {resp_batch} on {args.device}")
+    responsiveness(args.device, resp_batch, repeats=2 if quick else 10)
     return 0
 
 

@@ -46,8 +46,9 @@ checked to agree before timing.  ``--plot PATH`` also draws the figures as a
 PNG (matplotlib).
 
 Run ``python bench/bench_engine.py`` (a few minutes) or ``--quick`` for a
-smoke run; ``--loop uvloop`` runs everything on uvloop.  Nothing here asserts
-on timings.
+smoke run (a 0.1 s backward, 2 branches, 16 MLPs, sizes up to 2**20, few
+samples: about half a minute); ``--loop uvloop`` runs everything on uvloop.
+Each section prints a line as it starts.  Nothing here asserts on timings.
 """
 
 from __future__ import annotations
@@ -64,14 +65,24 @@ import textwrap
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from threadpoolctl import threadpool_info
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_perf  # noqa: E402  (the W1 chain and the MLP)
-from _harness import Measurement, System, check_same_gradients, format_table, machine_info, measure  # noqa: E402
+from _harness import (  # noqa: E402
+    Measurement,
+    System,
+    blocking_on_purpose,
+    check_same_gradients,
+    format_table,
+    machine_info,
+    measure,
+    progress,
+    require,
+)
 
 import agrad  # noqa: E402
 from agrad._blas import USER_VARIABLES  # noqa: E402
@@ -79,9 +90,10 @@ from agrad._engine._options import current_options  # noqa: E402
 from agrad.autograd.graph import engine_options  # noqa: E402
 
 _clock = time.perf_counter
+Offload = Literal["auto", "always", "never"]  # engine_options' offload modes
 
 
-def _awaited(label: str, build: Callable[[], agrad.Tensor], offload: str = "auto") -> System:
+def _awaited(label: str, build: Callable[[], agrad.Tensor], offload: Offload = "auto") -> System:
     """A system awaiting ``build()``'s backward with the given offload mode."""
 
     async def sample() -> float:
@@ -112,7 +124,7 @@ N_WEIGHTS = 8
 BLAS_THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 # mode -> (offload, BLAS threads or None for agrad's default, time slice or None for
 # the default); blocking: offload None.
-RESP_MODES: dict[str, tuple[str | None, int | None, float | None]] = {
+RESP_MODES: dict[str, tuple[Offload | None, int | None, float | None]] = {
     "await": ("auto", None, None), f"await, BLAS {BLAS_THREADS} threads": ("auto", BLAS_THREADS, None),
     "await, 1 ms slice": ("auto", None, 0.001), "await, inline": ("never", None, None),
     "blocking": (None, None, None),
@@ -163,6 +175,7 @@ def _calibrate(target: float) -> int:
 
 
 def _graph_nodes(loss: agrad.Tensor) -> list[Any]:
+    assert loss.grad_fn is not None
     seen, stack = {loss.grad_fn}, [loss.grad_fn]
     while stack:
         for edge in stack.pop().next_edges:
@@ -191,14 +204,14 @@ async def _ticked(mode: str, blocks: int) -> tuple[float, list[float]]:
     ticker = asyncio.create_task(_ticker(ticks, stop))
     await asyncio.sleep(0.02)  # ticker in its steady state
     offload, blas, time_slice = RESP_MODES.get(mode, (None, None, None))
-    with _blas_threads(blas):
+    with _blas_threads(blas), blocking_on_purpose():
         t0 = _clock()
         if mode == "idle":
             await asyncio.sleep(0.3)
         elif offload is None:
             loss.backward_sync()  # type: ignore[union-attr]
         else:
-            with engine_options(offload=offload, time_slice=time_slice):  # type: ignore[arg-type]
+            with engine_options(offload=offload, time_slice=time_slice):
                 await loss.backward()  # type: ignore[union-attr]
         t1 = _clock()
     await asyncio.sleep(0.01)  # the tick delayed by the backward lands
@@ -219,15 +232,19 @@ def responsiveness(target: float, repeats: int, new_loop: Callable[[], asyncio.R
     offloaded = sum(1 for n in nodes if n.offload is None and n._work >= threshold)
     modes = list(RESP_MODES)
     stats: dict[str, list[tuple[float, float, float, float, int]]] = {m: [] for m in (*modes, "idle")}
+    # minutes in a full run: one line, a number added as each round starts
+    print(f"  {blocks} blocks; a warm-up, then {repeats} rounds of every mode:", end="", flush=True)
     with new_loop() as runner:
         runner.run(_ticked("idle", 0))
         for m in modes:  # warm-up
             runner.run(_ticked(m, blocks))
         for i in range(repeats):
+            print(f" {i + 1}", end="", flush=True)
             for m in (modes if i % 2 == 0 else modes[::-1]) + (["idle"] if i % 2 == 0 else []):
                 wall, late = runner.run(_ticked(m, blocks))
                 stats[m].append((wall, _pct(late, 50), _pct(late, 99), max(late, default=float("nan")),
                                  len(late)))
+    print()
 
     def med(m: str, k: int) -> float:
         return statistics.median(s[k] for s in stats[m])
@@ -257,7 +274,7 @@ BRANCH_N, BRANCHES, BRANCH_DEPTH = 1 << 20, 16, 3
 
 
 class Branches:
-    """A leaf feeding ``BRANCHES`` independent branches, each ``BRANCH_DEPTH`` times one body.
+    """A leaf feeding ``branches`` independent branches, each ``BRANCH_DEPTH`` times one body.
 
     The body exists twice: in agrad ops (``body``), and by hand in numpy as its
     forward, returning what the backward keeps (``numpy_fwd``), and its backward
@@ -266,10 +283,10 @@ class Branches:
 
     def __init__(self, name: str, body: Callable[[agrad.Tensor], agrad.Tensor],
                  numpy_fwd: Callable[[np.ndarray], tuple[np.ndarray, tuple]],
-                 numpy_bwd: Callable[[np.ndarray, tuple], np.ndarray]) -> None:
+                 numpy_bwd: Callable[[np.ndarray, tuple], np.ndarray], branches: int) -> None:
         self.name, self.body, self.numpy_fwd, self.numpy_bwd = name, body, numpy_fwd, numpy_bwd
         self.x = np.random.default_rng(0).standard_normal(BRANCH_N).astype(np.float32)
-        self.scales = [np.float32(0.5 + 0.05 * b) for b in range(BRANCHES)]
+        self.scales = [np.float32(0.5 + 0.05 * b) for b in range(branches)]
 
     def agrad_loss(self) -> tuple[agrad.Tensor, agrad.Tensor]:
         x = agrad.from_numpy(self.x.copy()).requires_grad_()
@@ -320,7 +337,8 @@ class Branches:
         systems = [_awaited("agrad offload", loss), _awaited("agrad inline", loss, "never"),
                    numpy_system("numpy 2 threads", pool), numpy_system("numpy serial", None)]
         grads: dict[str, list[np.ndarray]] = {}
-        for label, mode in (("agrad offload", "auto"), ("agrad inline", "never")):
+        modes: tuple[tuple[str, Offload], ...] = (("agrad offload", "auto"), ("agrad inline", "never"))
+        for label, mode in modes:
             x, total = self.agrad_loss()
             with engine_options(offload=mode):
                 asyncio.run(total.backward())
@@ -352,10 +370,10 @@ def _pow_sin_bwd(g: np.ndarray, keep: tuple) -> np.ndarray:
     return g * y + g * y
 
 
-BRANCH_KINDS = (
-    Branches("sin-tanh", lambda y: (y.sin() * 1.1).tanh(), _sin_tanh_fwd, _sin_tanh_bwd),
-    Branches("pow-sin", lambda y: ((y * y + 1.0) ** 0.75).sin(), _pow_sin_fwd, _pow_sin_bwd),
-)
+def branch_kinds(branches: int) -> tuple[Branches, ...]:
+    """The two branch bodies, each ``branches`` times on one leaf."""
+    return (Branches("sin-tanh", lambda y: (y.sin() * 1.1).tanh(), _sin_tanh_fwd, _sin_tanh_bwd, branches),
+            Branches("pow-sin", lambda y: ((y * y + 1.0) ** 0.75).sin(), _pow_sin_fwd, _pow_sin_bwd, branches))
 
 
 # -- 3. concurrent throughput ----------------------------------------------------------------
@@ -365,20 +383,21 @@ N_MLP = 64
 MLPS = (("small", 32, (256, 256, 10)), ("medium", 128, (512, 512, 512, 10)))
 
 
-def _mlp_models(batch: int, sizes: Sequence[int], seed: int = 0
+def _mlp_models(count: int, batch: int, sizes: Sequence[int], seed: int = 0
                 ) -> list[tuple[list[agrad.Tensor], agrad.Tensor, agrad.Tensor]]:
-    """N_MLP independent models: each its own parameters, inputs and targets."""
+    """``count`` independent models: each its own parameters, inputs and targets."""
     rng = np.random.default_rng(seed)
     models = []
-    for _ in range(N_MLP):
+    for _ in range(count):
         params, (x, y) = bench_perf.mlp_arrays(rng, sizes, batch)
         models.append(([agrad.from_numpy(p).requires_grad_() for p in params],
                        agrad.from_numpy(x), agrad.from_numpy(y)))
     return models
 
 
-def throughput_systems(batch: int, sizes: Sequence[int]) -> tuple[list[System], dict[str, list[np.ndarray]]]:
-    models = _mlp_models(batch, sizes)
+def throughput_systems(count: int, batch: int, sizes: Sequence[int]
+                       ) -> tuple[list[System], dict[str, list[np.ndarray]]]:
+    models = _mlp_models(count, batch, sizes)
 
     def losses() -> list[agrad.Tensor]:
         for params, _, _ in models:
@@ -386,7 +405,7 @@ def throughput_systems(batch: int, sizes: Sequence[int]) -> tuple[list[System], 
                 p.grad = None
         return [bench_perf.mlp_loss(agrad, params, x, y) for params, x, y in models]
 
-    def task_group(offload: str) -> Callable[[], Any]:
+    def task_group(offload: Offload) -> Callable[[], Any]:
         async def sample() -> float:
             ls = losses()
             with engine_options(offload=offload):
@@ -452,7 +471,7 @@ def _sweep_loss(n: int, chains: int) -> tuple[agrad.Tensor, agrad.Tensor]:
     return x, total
 
 
-async def _sweep_sample(n: int, chains: int, offload: str) -> float:
+async def _sweep_sample(n: int, chains: int, offload: Offload) -> float:
     x, loss = _sweep_loss(n, chains)
     gc.collect()
     with engine_options(offload=offload):
@@ -461,14 +480,15 @@ async def _sweep_sample(n: int, chains: int, offload: str) -> float:
         return _clock() - t0
 
 
-def threshold_sweep(repeats: int, new_loop: Callable[[], asyncio.Runner]) -> list[dict[str, float]]:
+def threshold_sweep(repeats: int, sizes: Sequence[int], new_loop: Callable[[], asyncio.Runner]
+                    ) -> list[dict[str, float]]:
     rows = []
     print(f"offload threshold: {SWEEP_NODES} unary nodes per chain (sin, *0.9, tanh), backward via grad(), "
           f"every node inline vs every node in a thread  [µs per node, median of {repeats}]")
     print(f"  {'elements':>9}{'work/node':>11}{'1 chain: inline':>17}{'offload':>9}{'ratio':>7}"
           f"{'2 chains: inline':>18}{'offload':>9}{'ratio':>7}")
     with new_loop() as runner:
-        for n in SWEEP_SIZES:
+        for n in sizes:
             row: dict[str, float] = {"elements": n}
             for chains in (1, 2):
                 samples: dict[str, list[float]] = {"never": [], "always": []}
@@ -540,14 +560,18 @@ def plot(path: str, resp: dict[str, Any], ratios: dict[str, float], sweep: list[
 
 
 SECTIONS = ("responsiveness", "branches", "throughput", "overhead", "threshold")
+# --quick: a smoke run of the same code, about half a minute (branches, MLPs, the largest array swept)
+QUICK_BRANCHES, QUICK_MLPS, QUICK_SWEEP_MAX = 2, 16, 1 << 20
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="short backward, few repeats: a smoke run")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"short backward, {QUICK_BRANCHES} branches, {QUICK_MLPS} MLPs, arrays up to "
+                        f"{QUICK_SWEEP_MAX} elements, few repeats: a smoke run")
     parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
     parser.add_argument("--target", type=float, help="seconds of backward in the responsiveness test "
-                        "(default 2.0, or 0.3 with --quick)")
+                        "(default 2.0, or 0.1 with --quick)")
     parser.add_argument("--repeats", type=int, help="samples per block (default 10, or 2 with --quick)")
     parser.add_argument("--plot", metavar="PATH", help="also draw the figures into this PNG file")
     parser.add_argument("--only", choices=SECTIONS, action="append",
@@ -556,10 +580,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     only = set(args.only or SECTIONS)
     if args.plot and only != set(SECTIONS):
         parser.error("--plot draws every section: leave out --only")
-    target = args.target or (0.3 if args.quick else 2.0)
+    if args.plot:
+        require(__file__, "matplotlib")
+    target = args.target or (0.1 if args.quick else 2.0)
     repeats = args.repeats or (2 if args.quick else 10)
     resp_repeats = 2 if args.quick else 6
     warmup, pause = (1, 0.05) if args.quick else (2, 0.5)
+    branches, n_mlp = (QUICK_BRANCHES, QUICK_MLPS) if args.quick else (BRANCHES, N_MLP)
+    sweep_sizes = [n for n in SWEEP_SIZES if n <= QUICK_SWEEP_MAX] if args.quick else SWEEP_SIZES
     if args.loop == "uvloop":
         import uvloop
         new_loop: Callable[[], asyncio.Runner] = lambda: asyncio.Runner(loop_factory=uvloop.new_event_loop)  # noqa: E731
@@ -582,21 +610,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"settings   responsiveness: ~{target} s backward, {resp_repeats} samples per mode; "
           f"others: {repeats} samples per block after {warmup} warm-up, {pause} s pause\n")
     started = _clock()
+    kinds = branch_kinds(branches) if "branches" in only else ()
+    phases = (("responsiveness" in only) + len(kinds)
+              + len(MLPS) * ("throughput" in only) + ("overhead" in only) + ("threshold" in only))
+    phase = iter(range(1, phases + 1))
 
     resp: dict[str, Any] = {}
     if "responsiveness" in only:
+        progress(next(phase), phases, f"responsiveness: a 1 ms ticker during a ~{target:g} s backward, "
+                 f"{len(RESP_MODES)} modes")
         resp = responsiveness(target, resp_repeats, new_loop)
         print(f"  (section took {_clock() - started:.0f} s)\n")
 
     ratios: dict[str, float] = {}
     with ThreadPoolExecutor(2, thread_name_prefix="numpy-limit") as pool:
-        for kind in BRANCH_KINDS if "branches" in only else ():
+        for kind in kinds:
             section = _clock()
+            progress(next(phase), phases, f"parallel branches ({kind.name})")
             systems, grads = kind.systems(pool)
             check_same_gradients(f"branches {kind.name}", grads, rtol=1e-4, atol=1e-4)
             results = measure(systems, warmup, repeats, pause)
             by = {m.system.label: m.median for m in results}
-            print(_table(f"parallel branches ({kind.name}): {BRANCHES} branches x {BRANCH_DEPTH} "
+            print(_table(f"parallel branches ({kind.name}): {branches} branches x {BRANCH_DEPTH} "
                                f"on ({BRANCH_N},) float32, backward", "ms", 1e3, results, "agrad inline"))
             ratios[f"agrad offload vs inline ({kind.name})"] = by["agrad inline"] / by["agrad offload"]
             ratios[f"numpy 2 threads vs serial ({kind.name})"] = by["numpy serial"] / by["numpy 2 threads"]
@@ -607,14 +642,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  (section took {_clock() - section:.0f} s)\n")
 
     sections: list[tuple[str, Callable[[], Any], str, str, float, str]] = [
-        (f"throughput {name}", functools.partial(throughput_systems, batch, sizes),
-         f"throughput: {N_MLP} MLP backwards ({'-'.join(map(str, sizes))}, batch {batch}, own graphs)",
+        (f"throughput {name}", functools.partial(throughput_systems, n_mlp, batch, sizes),
+         f"throughput: {n_mlp} MLP backwards ({'-'.join(map(str, sizes))}, batch {batch}, own graphs)",
          "ms total", 1e3, "blocking, in turn") for name, batch, sizes in MLPS if "throughput" in only]
     sections.extend([] if "overhead" not in only else [("chain", chain_systems,
                      f"overhead: backward of bench_perf's W1, the {bench_perf.CHAIN_NODES}-node chain on (1,) "
                      "float32", "µs/node", bench_perf.W1.per, "agrad blocking")])
     for name, build, title, unit, scale, ref in sections:
         section = _clock()
+        progress(next(phase), phases, title)
         systems, grads = build()
         check_same_gradients(name, grads, rtol=1e-5, atol=1e-7)
         results = measure(systems, warmup, repeats, pause)
@@ -622,17 +658,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if name.startswith("throughput"):
             by = {m.system.label: m.median for m in results}
             size = name.split()[1]
-            ratios[f"{N_MLP} {size} MLPs: task group vs in turn"] = by["await, in turn"] / by["task group"]
-            ratios[f"{N_MLP} {size} MLPs: task group vs blocking"] = by["blocking, in turn"] / by["task group"]
-            print(f"  speed-up of the task group: {ratios[f'{N_MLP} {size} MLPs: task group vs in turn']:.2f}x "
-                  f"over awaiting in turn, {ratios[f'{N_MLP} {size} MLPs: task group vs blocking']:.2f}x over "
+            ratios[f"{n_mlp} {size} MLPs: task group vs in turn"] = by["await, in turn"] / by["task group"]
+            ratios[f"{n_mlp} {size} MLPs: task group vs blocking"] = by["blocking, in turn"] / by["task group"]
+            print(f"  speed-up of the task group: {ratios[f'{n_mlp} {size} MLPs: task group vs in turn']:.2f}x "
+                  f"over awaiting in turn, {ratios[f'{n_mlp} {size} MLPs: task group vs blocking']:.2f}x over "
                   "blocking in turn (target: not slower)")
         print(f"  (section took {_clock() - section:.0f} s)\n")
 
     sweep: list[dict[str, float]] = []
     if "threshold" in only:
         section = _clock()
-        sweep = threshold_sweep(max(3, repeats // 2), new_loop)
+        progress(next(phase), phases, "offload threshold: inline against offloaded, per array size")
+        sweep = threshold_sweep(max(3, repeats // 2), sweep_sizes, new_loop)
         print(f"  (section took {_clock() - section:.0f} s)\n")
     if args.plot:
         plot(args.plot, resp, ratios, sweep)

@@ -37,16 +37,23 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _harness import System, check_same_gradients, clock, format_table, machine_info, measure  # noqa: E402
+from _harness import (  # noqa: E402
+    System,
+    check_same_gradients,
+    clock,
+    format_table,
+    machine_info,
+    measure,
+    progress,
+    require,
+)
+
+require(__file__, "torch")  # the peer is optional for agrad, required here
+import torch  # noqa: E402  (required above)
 from bench_conv import pin_malloc  # noqa: E402
 
 import agrad  # noqa: E402
 from agrad.optim import _elementwise  # noqa: E402
-
-try:
-    import torch
-except ImportError:  # pragma: no cover - the peer is optional for agrad, required here
-    sys.exit("bench_optim.py compares agrad with PyTorch: pip install torch==2.13.0")
 
 AGRAD, NUMPY, NUMPY_WHOLE, TORCH_FOREACH, TORCH_LOOP = (
     "agrad Adam", "numpy (limit)", "numpy (whole arrays)", "pytorch foreach", "pytorch for-loop")
@@ -136,11 +143,11 @@ def build(tensors: int, size: int) -> tuple[list[System], dict[str, list[np.ndar
 
     for label, foreach in ((TORCH_FOREACH, True), (TORCH_LOOP, False)):
         theirs = [torch.from_numpy(p.copy()).requires_grad_() for p in params]
-        for p, g in zip(theirs, grads):
-            p.grad = torch.from_numpy(g)
+        for t, g in zip(theirs, grads):
+            t.grad = torch.from_numpy(g)
         topt = torch.optim.Adam(theirs, lr=LR, betas=BETAS, eps=EPS, foreach=foreach)
         topt.step()
-        after[label] = [p.detach().numpy().copy() for p in theirs]
+        after[label] = [t.detach().numpy().copy() for t in theirs]
         systems.append(System(label, timed(topt.step)))
     return systems, after
 
@@ -167,13 +174,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"settings   {repeats} samples per block after {args.warmup} warm-up, {pause} s pause between blocks, "
           f"{rounds} round(s)\n")
     started = clock()
+    title = (f"Adam step over {args.tensors} x {args.size:,} float32 parameters "
+             f"({args.tensors * args.size / 1e6:g}M elements)")
+    progress(1, 1, title)
     systems, after = build(args.tensors, args.size)
     check_same_gradients("adam step", after, rtol=1e-5, atol=1e-6)
     results = measure(systems, args.warmup, repeats, pause, rounds)
     medians = {m.system.label: m.median for m in results}
     ratio = medians[AGRAD] / medians[NUMPY]
-    title = (f"Adam step over {args.tensors} x {args.size:,} float32 parameters "
-             f"({args.tensors * args.size / 1e6:g}M elements)")
     print(format_table(title, "ms/step", 1e3, results, {"/ numpy": NUMPY, "/ torch foreach": TORCH_FOREACH},
                        notes={AGRAD: f"<= {TARGET:g}x numpy: {'met' if ratio <= TARGET else 'MISSED'}"}))
     print(f"\n  agrad / numpy (limit) {ratio:.2f}x, / numpy (whole arrays) {medians[AGRAD] / medians[NUMPY_WHOLE]:.2f}x"

@@ -45,8 +45,10 @@ the run also rewrites the results region of ``docs/performance.md`` and draws
 ``docs/performance.png``.
 
 Run ``python bench/bench_perf.py`` (a few minutes on two cores), ``--quick``
-for a smoke run (writes no docs unless ``--docs``), ``--only W1,W3`` to select
-workloads.  Nothing here asserts on timings.
+for a smoke run (shorter chains, smaller W6, fewer samples: about half a
+minute; writes no docs unless ``--docs``), ``--only W1,W3`` to select
+workloads.  Each workload prints a line as it starts.  Nothing here asserts on
+timings.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ import argparse
 import asyncio
 import functools
 import gc
+import importlib
 import json
 import operator
 import os
@@ -78,22 +81,17 @@ from _harness import (  # noqa: E402
     format_table,
     machine_info,
     measure,
+    progress,
+    require,
     rss_mib,
     spawn_json,
 )
 
 import agrad  # noqa: E402
 
-try:
-    import torch
-except ImportError:  # pragma: no cover - the peers are optional for agrad, required here
-    sys.exit("bench_perf.py compares agrad with PyTorch: pip install torch==2.13.0")
-try:
-    import autograd.numpy as anp
-    from autograd.core import make_vjp
-    from autograd.tracer import getval
-except ImportError:  # pragma: no cover - main() needs it; what imports the workloads (bench_engine) does not
-    anp = None
+# PyTorch and HIPS autograd are imported where a system of theirs is made (``Workload.impls``):
+# a W5 child then imports only the library it runs, not PyTorch's seconds of import, and
+# bench_engine, which borrows W1 and the MLP for agrad alone, needs neither; main() checks both.
 
 AWAIT, BLOCKING, TORCH, HIPS, NUMPY = "agrad await", "agrad blocking", "pytorch", "autograd (HIPS)", "numpy (limit)"
 LABELS = (AWAIT, BLOCKING, TORCH, HIPS, NUMPY)
@@ -153,10 +151,11 @@ class Workload:
         return self._cache["data"]
 
     def impls(self, labels: Sequence[str] = LABELS) -> list[Impl]:
-        makers = {AWAIT: functools.partial(_graph_impl, self, AWAIT, agrad, "await"),
-                  BLOCKING: functools.partial(_graph_impl, self, BLOCKING, agrad, "blocking"),
-                  TORCH: functools.partial(_graph_impl, self, TORCH, torch, "torch"),
-                  HIPS: functools.partial(_hips_impl, self), NUMPY: functools.partial(_numpy_impl, self)}
+        makers: dict[str, Callable[[], Impl]] = {
+            AWAIT: functools.partial(_graph_impl, self, AWAIT, agrad, "await"),
+            BLOCKING: functools.partial(_graph_impl, self, BLOCKING, agrad, "blocking"),
+            TORCH: lambda: _graph_impl(self, TORCH, importlib.import_module("torch"), "torch"),
+            HIPS: functools.partial(_hips_impl, self), NUMPY: functools.partial(_numpy_impl, self)}
         return [makers[label]() for label in labels]
 
 
@@ -205,6 +204,9 @@ def _graph_impl(w: Workload, label: str, lib: Any, driver: str) -> Impl:
 
 def _hips_impl(w: Workload) -> Impl:
     """HIPS autograd: ``make_vjp`` traces the forward (untimed unless W3), the vjp is the backward."""
+    import autograd.numpy as anp
+    from autograd.core import make_vjp
+
     leaves, consts = w.data()
     forward = w.hips_forward or w.forward
 
@@ -299,8 +301,7 @@ def chain(key: str, shape: tuple[int, ...], steps: int) -> Workload:
 
 CHAIN = 2000
 CHAIN_NODES = 2 * CHAIN
-W1 = chain("W1", (1,), CHAIN)
-W2 = chain("W2", (10000,), CHAIN)
+W1 = chain("W1", (1,), CHAIN)  # also bench_engine's per-node overhead
 
 
 # -- W3: an MLP training step ---------------------------------------------------------------------
@@ -331,6 +332,8 @@ def mlp_loss(lib: Any, params: Sequence[Any], x: Any, y: Any) -> Any:
 
 
 def _hips_mlp_loss(lib: Any, params: Sequence[Any], consts: Sequence[np.ndarray]) -> Any:
+    from autograd.tracer import getval  # imported already, by _hips_impl: a lookup in sys.modules
+
     x, y = consts
     h, n_layers = x, len(params) // 2
     for i in range(n_layers):
@@ -610,10 +613,11 @@ def run_w5(steps: int, repeats: int, labels: Sequence[str] = LABELS) -> dict[str
     results = {}
     for label in labels:
         t0 = clock()
+        print(f"  W5 {label}:", end="", flush=True)  # the line ends when the child is done
         results[label] = _spawn_w5(label, steps, repeats, trace=label in (*AGRAD, HIPS))
         status = results[label].get("failed", f"{_per_node(results[label]):.3f} µs/node"
                                     if "times" in results[label] else "?")
-        print(f"  W5 {label}: {status} ({clock() - t0:.0f} s)")
+        print(f" {status} ({clock() - t0:.0f} s)")
     ok = {k: r for k, r in results.items() if "failed" not in r}
     check_same_gradients(f"W5 ({2 * steps:,} nodes)", {k: [np.asarray(r["grad"], np.float32)] for k, r in ok.items()},
                          rtol=1e-3, atol=0.0)
@@ -645,9 +649,13 @@ def run_w5(steps: int, repeats: int, labels: Sequence[str] = LABELS) -> dict[str
     return {"steps": steps, "repeats": repeats, "results": results, "checks": checks}
 
 
+def _w5_title(steps: int) -> str:
+    return f"W5: backward of a {2 * steps:,}-node chain on (1,) float32, one fresh process per system"
+
+
 def _w5_report(w5: dict[str, Any], markdown: bool = False) -> str:
     results, steps = w5["results"], w5["steps"]
-    title = f"W5: backward of a {2 * steps:,}-node chain on (1,) float32, one fresh process per system"
+    title = _w5_title(steps)
     head = ["system", "µs/node", "/ torch", "/ numpy", "graph RSS", "traced graph", "fwd peak", "bwd peak",
             "after bwd"]
     rows = []
@@ -687,9 +695,9 @@ def nodes_1m(repeats: int, steps: tuple[int, int] = (W5_STEPS, W5_STEPS_1M)) -> 
     for n in steps:
         for label in labels:
             t0 = clock()
+            print(f"  {2 * n:,} nodes, {label}:", end="", flush=True)  # the line ends when the child is done
             runs[n][label] = r = _spawn_w5(label, n, repeats, trace=False)
-            print(f"  {2 * n:,} nodes, {label}: {r.get('failed') or f'{_per_node(r):.3f} µs/node'} "
-                  f"({clock() - t0:.0f} s)")
+            print(f" {r.get('failed') or f'{_per_node(r):.3f} µs/node'} ({clock() - t0:.0f} s)")
     for n in steps:
         ok = {k: [np.asarray(r["grad"], np.float32)] for k, r in runs[n].items() if "failed" not in r}
         check_same_gradients(f"W5 ({2 * n:,} nodes)", ok, rtol=1e-3, atol=0.0)
@@ -703,11 +711,11 @@ def nodes_1m(repeats: int, steps: tuple[int, int] = (W5_STEPS, W5_STEPS_1M)) -> 
         if "failed" in small or "failed" in large:
             lines.append(f"  {label:<18}failed: {small.get('failed') or large.get('failed')}")
             continue
-        r = _per_node(large) / _per_node(small)
+        growth = _per_node(large) / _per_node(small)
         t = runs[steps[1]][TORCH]
         vs = f"{_per_node(large) / _per_node(t):.2f}x" if "failed" not in t else "-"
-        lines.append(f"  {label:<18}{_per_node(small):>10.3f}{_per_node(large):>10.3f}{r:>13.2f}x{vs:>14}"
-                     + (f"  (linear, target <= {LINEAR}x: {_met(r <= LINEAR)})" if label in AGRAD else ""))
+        lines.append(f"  {label:<18}{_per_node(small):>10.3f}{_per_node(large):>10.3f}{growth:>13.2f}x{vs:>14}"
+                     + (f"  (linear, target <= {LINEAR}x: {_met(growth <= LINEAR)})" if label in AGRAD else ""))
     return "\n".join(lines)
 
 
@@ -772,7 +780,7 @@ def plot(path: str, outcomes: Sequence[Outcome], w5: dict[str, Any] | None) -> N
         ax.bar(xs, [g[1].get(label, float("nan")) for g in groups], width, label=label, color=colors[label])
     for i, (_, _, target) in enumerate(groups):
         ax.hlines(target, i - 0.45, i + 0.45, colors="crimson", linestyles="--", lw=1.2,
-                  label="agrad target" if i == 0 else None)
+                  label="agrad target" if i == 0 else "_nolegend_")
     ax.axhline(1.0, color="black", lw=0.8, label="numpy limit")
     ax.set_yscale("log")
     ax.set_ylim(top=ax.get_ylim()[1] * 4)  # room for the legend
@@ -800,6 +808,8 @@ def _page_body(header: str, command: str, settings: str, outcomes: Sequence[Outc
 # -- main -------------------------------------------------------------------------------------------------
 
 KEYS = ("W1", "W2", "W3", "W4", "W5", "W6")
+# --quick: (chain steps of W1 and W2, of W5; W6's size), a smoke run of the same code
+QUICK_CHAIN, QUICK_W5, QUICK_W6 = 500, 2_000, 512
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -807,9 +817,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
-                        help="few repeats, short pauses, a smaller W5 and W6: a smoke run (no docs unless --docs)")
+                        help=f"{2 * QUICK_CHAIN:,}-node W1 and W2, {2 * QUICK_W5:,}-node W5, {QUICK_W6}x{QUICK_W6} W6, "
+                        "few samples, short pauses: a smoke run of about half a minute (no docs unless --docs)")
     parser.add_argument("--only", help="comma-separated workloads to run, e.g. W1,W3 (default: all)")
-    parser.add_argument("--repeats", type=int, help="samples per block (default 6, or 3 with --quick; W6 may "
+    parser.add_argument("--repeats", type=int, help="samples per block (default 6, or 1 with --quick; W6 may "
                         "take fewer to stay within its time budget)")
     parser.add_argument("--rounds", type=int, help="rounds of blocks A B C D E E D C B A (default 2, or 1 with "
                         "--quick)")
@@ -826,8 +837,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--w5-repeats", type=int, default=3, help=argparse.SUPPRESS)
     parser.add_argument("--w5-trace", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if anp is None:
-        sys.exit("bench_perf.py compares agrad with HIPS autograd: pip install -e '.[bench]'")
     if args.w5_child:
         label, steps = args.w5_child
         print(json.dumps(w5_child(label, int(steps), args.w5_repeats, args.w5_trace)))
@@ -836,12 +845,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     keys = [k.strip().upper() for k in args.only.split(",")] if args.only else list(KEYS)
     if unknown := set(keys) - set(KEYS):
         parser.error(f"unknown workloads {sorted(unknown)}: choose from {', '.join(KEYS)}")
-    repeats = args.repeats or (3 if args.quick else 6)
+    repeats = args.repeats or (1 if args.quick else 6)
     rounds = args.rounds or (1 if args.quick else 2)
     warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
     pause = args.pause if args.pause is not None else (0.05 if args.quick else 0.5)
     w5_samples = args.w5_samples or (2 if args.quick else 3)
     write_docs = args.docs or not (args.quick or args.no_docs)
+    require(__file__, "torch", "autograd", *(["matplotlib"] if write_docs and not args.nodes_1m else []))
+    importlib.import_module("torch")  # before the header, which then gives its threads
     header = machine_info()
     print(header)
     command = "python bench/bench_perf.py" + "".join(f" {a}" for a in argv)
@@ -856,16 +867,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"\ntotal time {clock() - started:.1f} s")
         return 0
 
-    workloads = {"W1": W1, "W2": W2, "W3": W3, "W4": W4, "W6": matmuls(1024 if args.quick else W6_SIZE)}
-    w5_steps = 10_000 if args.quick else W5_STEPS
+    chain_steps = QUICK_CHAIN if args.quick else CHAIN
+    workloads = {"W1": chain("W1", (1,), chain_steps), "W2": chain("W2", (10000,), chain_steps), "W3": W3, "W4": W4,
+                 "W6": matmuls(QUICK_W6 if args.quick else W6_SIZE)}
+    w5_steps = QUICK_W5 if args.quick else W5_STEPS
     settings = (f"{repeats} samples per block after {warmup} warm-up, {pause} s pause between blocks, order "
                 f"A B C D E E D C B A{f' x {rounds}' if rounds > 1 else ''}; W5: {w5_samples} samples in one "
                 "fresh process per system")
     print(f"settings   {settings}\n")
     outcomes: list[Outcome] = []
     w5: dict[str, Any] | None = None
-    for key in keys:
+    for i, key in enumerate(keys, 1):
         t0 = clock()
+        progress(i, len(keys), _w5_title(w5_steps) if key == "W5" else workloads[key].title)
         if key == "W5":
             w5 = run_w5(w5_steps, w5_samples)
             print(_w5_report(w5))

@@ -29,8 +29,10 @@ Backends are interleaved: round r runs them in order A B C D (reversed on
 odd rounds), each through every scenario; figures are medians over rounds.
 
     python bench/bench_serving.py                 # 8 s scenarios, 2 rounds (about 20 minutes)
-    python bench/bench_serving.py --quick         # 3 s scenarios, 1 round
+    python bench/bench_serving.py --quick         # a smoke run: two 1 s scenarios, 1 round (under a minute)
     python bench/bench_serving.py --backends agrad torch-thread --json out.json
+
+Each scenario's line (on stderr) starts as the scenario does and ends with its figures.
 
 No BLAS or OpenMP environment variable is set: the defaults are what is measured.
 """
@@ -55,7 +57,7 @@ from typing import Any
 
 import numpy as np
 import uvloop
-from _harness import machine_info
+from _harness import machine_info, progress, require
 from _health_probe import PROBE_MODES
 from _http_client import REQUEST_ERRORS, Connection
 
@@ -88,6 +90,8 @@ class Scenario:
 
 
 SCENARIOS = (*(Scenario(b, c) for b in (1, 32) for c in (1, 8, 32)), Scenario(HUGE_BATCH, 0))
+# --quick: a smoke run through every backend and probe mode, each kind of scenario once, 1 s each
+QUICK_SCENARIOS, QUICK_DURATION = (Scenario(32, 8), Scenario(2048, 0)), 1.0
 
 
 # -- inputs and their expected answers ---------------------------------------------------------
@@ -182,16 +186,16 @@ async def wait_ready(server: Server) -> None:
 
 
 async def warm_up(server: Server, inputs: dict[int, Inputs]) -> None:
-    """A few requests of each batch size (one of the huge one: its arrays set the allocator's high-water
-    mark, so that RSS measured from here on shows growth, not first use), each checked: an error here
-    stops the benchmark."""
+    """A few requests of each batch size (one of the huge one, which has one input: its arrays set the
+    allocator's high-water mark, so that RSS measured from here on shows growth, not first use), each
+    checked: an error here stops the benchmark."""
     conn = await Connection.open(HOST, server.port)
     try:
-        for batch, count in ((1, 4), (32, 4), (HUGE_BATCH, 1)):
-            for i in range(count):
+        for batch_inputs in inputs.values():
+            for i in range(min(4, len(batch_inputs.bodies))):
                 status, answer = await asyncio.wait_for(
-                    conn.request("POST", "/saliency", inputs[batch].bodies[i]), REQUEST_TIMEOUT_S)
-                if status != 200 or not inputs[batch].correct(i, answer):
+                    conn.request("POST", "/saliency", batch_inputs.bodies[i]), REQUEST_TIMEOUT_S)
+                if status != 200 or not batch_inputs.correct(i, answer):
                     raise RuntimeError(f"{server.backend}: warm-up answer wrong (status {status})")
     finally:
         await conn.aclose()
@@ -332,24 +336,29 @@ def backend_order(backends: Sequence[str], round_: int) -> list[str]:
     return list(backends) if round_ % 2 == 0 else list(reversed(backends))
 
 
-async def run_all(servers: dict[str, Server], inputs: dict[int, Inputs], duration: float, rounds: int,
-                  ) -> list[dict[str, Any]]:
+async def run_all(servers: dict[str, Server], inputs: dict[int, Inputs], scenarios: Sequence[Scenario],
+                  duration: float, rounds: int) -> list[dict[str, Any]]:
+    progress(1, 2, f"{len(servers)} servers: waiting for them to start, warming them up")
     await asyncio.gather(*(wait_ready(s) for s in servers.values()))
     for server in servers.values():
         await warm_up(server, inputs)
     sampler = asyncio.create_task(sample_rss(list(servers.values())))
     results = []
+    runs = [(round_, backend, scenario, mode) for round_ in range(rounds)
+            for backend in backend_order(list(servers), round_) for scenario in scenarios for mode in PROBE_MODES]
+    progress(2, 2, f"{len(runs)} scenario runs of {duration:g} s (the huge request: as long as it takes), "
+             "one line each on stderr")
+    width = 2 * len(str(len(runs))) + 3
     try:
-        for round_ in range(rounds):
-            for backend in backend_order(list(servers), round_):
-                for scenario in SCENARIOS:
-                    for mode in PROBE_MODES:
-                        result = await run_scenario(servers[backend], scenario, mode, inputs[scenario.batch],
-                                                    duration, round_)
-                        results.append(result)
-                        print(f"  round {round_} {backend:>12} | {scenario.name:<24} | {mode:<10} | health p99 "
-                              f"{result['health_ms']['p99']:8.1f} ms | {result['req_per_s']:7.2f} req/s | "
-                              f"wrong {result['wrong']} errors {result['errors']}", file=sys.stderr, flush=True)
+        for k, (round_, backend, scenario, mode) in enumerate(runs, 1):
+            # the line starts as the scenario does and ends with its figures
+            counter = f"[{k}/{len(runs)}]"
+            print(f"  {counter:>{width}} round {round_} {backend:>12} | {scenario.name:<24} | {mode:<10} |", end="",
+                  file=sys.stderr, flush=True)
+            result = await run_scenario(servers[backend], scenario, mode, inputs[scenario.batch], duration, round_)
+            results.append(result)
+            print(f" health p99 {result['health_ms']['p99']:8.1f} ms | {result['req_per_s']:7.2f} req/s | "
+                  f"wrong {result['wrong']} errors {result['errors']}", file=sys.stderr, flush=True)
     finally:
         sampler.cancel()
     return results
@@ -377,7 +386,8 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join([line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
 
 
-def report(results: Sequence[dict[str, Any]], servers: dict[str, Server]) -> Iterator[str]:
+def report(results: Sequence[dict[str, Any]], servers: dict[str, Server], scenarios: Sequence[Scenario]
+           ) -> Iterator[str]:
     cells = median_cells(results)
     backends = list(servers)
     for mode in PROBE_MODES:
@@ -385,12 +395,12 @@ def report(results: Sequence[dict[str, Any]], servers: dict[str, Server]) -> Ite
               f"for the one huge request, 1 / its latency)\n"
         yield _table(["scenario", *backends], [
             [s.name, *(f"{cells[mode, s.name, b]['p99']:.1f}; {cells[mode, s.name, b]['req_per_s']:.2f}"
-                       for b in backends)] for s in SCENARIOS])
+                       for b in backends)] for s in scenarios])
         if "agrad" in backends and "torch-thread" in backends:
             yield f"\nratios agrad / torch-thread, probes {mode} (targets: health p99 <= {TARGET_HEALTH_RATIO}, " \
                   f"req/s >= {TARGET_THROUGHPUT_RATIO})\n"
             rows = []
-            for s in SCENARIOS:
+            for s in scenarios:
                 a, t = cells[mode, s.name, "agrad"], cells[mode, s.name, "torch-thread"]
                 health, speed = a["p99"] / t["p99"], a["req_per_s"] / t["req_per_s"]
                 rows.append([s.name, f"{health:.2f}", f"{speed:.2f}",
@@ -405,7 +415,7 @@ def report(results: Sequence[dict[str, Any]], servers: dict[str, Server]) -> Ite
          f"{cells[mode, s.name, b]['req_per_s']:.2f}", f"{cells[mode, s.name, b]['send_lag_p99']:.1f}",
          f"{cells[mode, s.name, b]['client_cpu_ms']:.3f}",
          *(str(cells[mode, s.name, b][k]) for k in ("ok", "wrong", "errors"))]
-        for mode in PROBE_MODES for s in SCENARIOS for b in backends])
+        for mode in PROBE_MODES for s in scenarios for b in backends])
     yield "\nserver RSS MiB over the whole run, after warm-up (start / end / max)\n"
     yield _table(["backend", "start", "end", "max", "samples"], [
         [b, *(f"{v:.0f}" for v in (s.rss_mib[0], s.rss_mib[-1], max(s.rss_mib))), str(len(s.rss_mib))]
@@ -428,13 +438,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS))
     parser.add_argument("--duration", type=float, default=8.0, help="seconds per closed-loop scenario")
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--quick", action="store_true", help="3 s scenarios, one round")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"a smoke run: {', '.join(s.name for s in QUICK_SCENARIOS)}; {QUICK_DURATION:g} s "
+                        "scenarios, one round")
     parser.add_argument("--json", help="write the raw results here")
     args = parser.parse_args(argv)
+    scenarios = QUICK_SCENARIOS if args.quick else SCENARIOS
     if args.quick:
-        args.duration, args.rounds = 3.0, 1
+        args.duration, args.rounds = QUICK_DURATION, 1
     if not 0 < args.duration <= 600 or not 0 < args.rounds <= 20:
         parser.error("--duration must be in (0, 600] s and --rounds in [1, 20]")
+    require(__file__, "starlette", "uvicorn", "httptools", "safetensors",
+            *(["torch"] if any(b.startswith("torch") for b in args.backends) else []))
 
     load_before = os.getloadavg()
     print("\n".join(machine_info().splitlines()[:-1]))
@@ -444,21 +459,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"run        {args.rounds} round(s), {args.duration:g} s per closed-loop scenario, backends "
           f"{' '.join(args.backends)} (reversed on odd rounds)")
     inputs = {b: make_inputs(b, INPUTS_PER_BATCH, seed=b) for b in (1, 32)}
-    inputs[HUGE_BATCH] = make_inputs(HUGE_BATCH, 1, seed=HUGE_BATCH)
+    inputs |= {s.batch: make_inputs(s.batch, 1, seed=s.batch) for s in scenarios if not s.clients}
 
     servers: dict[str, Server] = {}
     try:
         for backend in args.backends:
             servers[backend] = start_server(backend)
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            results = runner.run(run_all(servers, inputs, args.duration, args.rounds))
+            results = runner.run(run_all(servers, inputs, scenarios, args.duration, args.rounds))
     finally:
         for server in servers.values():
             server.stop()
     load_after = os.getloadavg()
     print(f"load average before {' '.join(f'{v:.2f}' for v in load_before)}, "
           f"after {' '.join(f'{v:.2f}' for v in load_after)} (1, 5, 15 min)")
-    for block in report(results, servers):
+    for block in report(results, servers, scenarios):
         print(block)
     for server in servers.values():
         if server.output:
@@ -466,7 +481,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"load_before": load_before, "load_after": load_after, "args": vars(args),
-                       "scenarios": [asdict(s) for s in SCENARIOS], "results": results,
+                       "scenarios": [asdict(s) for s in scenarios], "results": results,
                        "rss_mib": {b: s.rss_mib for b, s in servers.items()}}, f, indent=1)
 
 

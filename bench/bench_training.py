@@ -26,7 +26,8 @@ thresholds] in bench_conv.py).  Target (reported, never asserted): agrad's
 MLP step within 1.1x of the numpy limit.
 
 Run ``python bench/bench_training.py`` (a minute or two on two cores) or
-``--quick`` (CNN batch 16, one round: under a minute).  ``--docs`` rewrites
+``--quick`` (CNN batch 16, one round of fewer samples: about half a minute;
+each workload prints a line as it starts).  ``--docs`` rewrites
 the ``training`` region of ``docs/models-and-training.md``.
 """
 
@@ -51,9 +52,13 @@ from _harness import (  # noqa: E402
     format_table,
     machine_info,
     measure,
+    progress,
+    require,
     write_docs_region,
 )
-from bench_conv import cnn_workload, pin_malloc, torch  # noqa: E402  (bench_conv exits if torch is missing)
+
+require(__file__, "torch")  # the peer is optional for agrad, required here
+from bench_conv import cnn_workload, pin_malloc, torch  # noqa: E402
 from bench_optim import BETAS, EPS, LR, NumpyAdam  # noqa: E402  (Adam with PyTorch's defaults)
 
 import agrad  # noqa: E402
@@ -250,11 +255,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Check gradients, time both workloads, print the tables (and write the docs with --docs)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="CNN batch 16, fewer repeats: under a minute")
+    parser.add_argument("--quick", action="store_true", help="CNN batch 16, fewer samples: a smoke run")
     parser.add_argument("--only", help="comma-separated workloads, M and/or C (default: both)")
-    parser.add_argument("--repeats", type=int, help="samples per block (default 10, or 3 with --quick)")
+    parser.add_argument("--repeats", type=int, help="samples per block (default 10, or 2 with --quick)")
     parser.add_argument("--rounds", type=int, help="rounds of blocks A B C D D C B A (default 2, or 1 with --quick)")
-    parser.add_argument("--warmup", type=int, help="untimed samples per block (default 2)")
+    parser.add_argument("--warmup", type=int, help="untimed samples per block (default 2, or 1 with --quick)")
     parser.add_argument("--pause", type=float, help="seconds between blocks (default 0.5, or 0.05 with --quick)")
     parser.add_argument("--docs", action="store_true",
                         help="rewrite the training region of docs/models-and-training.md")
@@ -262,9 +267,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="leave glibc's malloc thresholds alone (Note [Pinned malloc thresholds], bench_conv.py)")
     args = parser.parse_args(argv)
     pinned = not args.default_malloc and pin_malloc()
-    repeats = args.repeats or (3 if args.quick else 10)
+    repeats = args.repeats or (2 if args.quick else 10)
     rounds = args.rounds or (1 if args.quick else 2)
-    warmup = args.warmup if args.warmup is not None else 2
+    warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
     pause = args.pause if args.pause is not None else (0.05 if args.quick else 0.5)
     torch.set_num_threads(agrad.get_num_threads())
     workloads = {"M": mlp_workload(128), "C": cnn_training_workload(16 if args.quick else 64)}
@@ -279,8 +284,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"settings   {settings}\n")
     started = clock()
     outcomes = []
-    for key in keys:
+    for i, key in enumerate(keys, 1):
         w = workloads[key]
+        progress(i, len(keys), w.title)
         systems, grads = build(w)
         check_same_gradients(w.key, grads, w.rtol, w.atol)
         out = Outcome(w, measure(systems, warmup, repeats, pause, rounds))
