@@ -34,8 +34,9 @@ __all__ = ["DeviceWorker", "worker_for", "run_inline", "synchronize"]
 # first device other than the CPU among its inputs' (``node_device``;
 # the engine moves every gradient to its input's device when it routes
 # it, so the buffer's device is known from the node's metadata).  CPU
-# nodes run here, in the coroutine (or thread) that awaits the backward,
-# as PyTorch's caller thread drives its CPU queue.  A node on another
+# nodes run where the graph task runs: on the loop's CPU worker (Note [One
+# worker per loop]) or in the thread of a blocking twin, as PyTorch's
+# caller thread drives its CPU queue.  A node on another
 # device becomes a job (its kernel and the straight chain below it on the
 # same device, Note [Offloaded chains]) for that device's worker: one
 # asyncio task per device and event loop, shared by every graph task on
@@ -45,8 +46,9 @@ __all__ = ["DeviceWorker", "worker_for", "run_inline", "synchronize"]
 # stream current, so on CUDA it only *launches* kernels, and hands the
 # results back through the inbox like a kernel thread does; the graph
 # task does all bookkeeping.  Jobs run in a copy of the task's context.
-# The blocking twin runs device jobs inline.  ``async def`` backwards run
-# in the awaiting coroutine on every device, since only it can await them.
+# The blocking twin runs device jobs inline.  ``async def`` backwards are
+# awaited by the graph task's driver on every device, since only a
+# coroutine can await them.
 # A task looks at devices only once a gradient for another device than the
 # CPU was routed (``GraphTask._devices`` stops being None): a CPU graph pays nothing
 # per node for devices it does not use.

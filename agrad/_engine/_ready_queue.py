@@ -18,10 +18,11 @@ class ReadyQueue:
     Ordered as PyTorch orders its ready queues: deeper reentrant graph tasks
     first, then higher ``sequence_nr`` first (see Note [Sequence numbers]); a
     counter breaks ties so equal keys pop in FIFO order and nodes are never
-    compared.  Each graph task's CPU queue is driven by the coroutine (or
-    thread) that awaits the backward, as PyTorch's caller thread drives its
-    local ready queue, so popping never has to wait: an empty queue with no
-    work in flight means the graph task is done.
+    compared.  Each graph task's CPU queue is driven by its loop's CPU worker
+    (an awaited backward, Note [One worker per loop]) or by the thread that
+    called a blocking twin, as PyTorch's caller thread drives its local ready
+    queue, so popping never has to wait: an empty queue with no work in
+    flight means the graph task is done.
     """
 
     __slots__ = ("heap", "_count", "lone")

@@ -85,8 +85,9 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     """2-D average pooling of ``input`` (N, C, H, W) or (C, H, W).
 
     Args:
-        kernel_size, stride, padding: the windows (``stride`` defaults to the
-            kernel; zero padding, at most half the window).
+        kernel_size: the window's size, an int or a pair.
+        stride: the window's step (default: ``kernel_size``).
+        padding: zero padding on each side, at most half the window.
         ceil_mode: round the output size up (a last, partial window).
         count_include_pad: divide by the window's size including the padding
             (else by the number of input elements in it).

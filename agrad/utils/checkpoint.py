@@ -483,8 +483,8 @@ def checkpoint_sequential(
         segments: the number of chunks.
         input: the input of the first function.
         use_reentrant: as for :func:`checkpoint`; pass it explicitly.
-        preserve_rng_state (bool, optional): as for :func:`checkpoint`.
-            Default: ``True``.
+        **kwargs: ``preserve_rng_state`` (bool, default ``True``), as for
+            :func:`checkpoint`.
 
     Returns:
         The output of the last function.

@@ -94,7 +94,16 @@ class Linear(Module):
 
 
 class NonDynamicallyQuantizableLinear(Linear):
-    """A Linear under another name: ``MultiheadAttention.out_proj`` is one, so its repr reads as PyTorch's."""
+    """The Linear of ``MultiheadAttention.out_proj``.
+
+    PyTorch gives it its own class (so its quantization tools leave it alone);
+    agrad keeps the class so that ``repr`` of an attention module reads as PyTorch's.
+    It is exactly a :class:`Linear`.
+
+        >>> from agrad.nn.modules.linear import NonDynamicallyQuantizableLinear
+        >>> NonDynamicallyQuantizableLinear(4, 4)
+        NonDynamicallyQuantizableLinear(in_features=4, out_features=4, bias=True)
+    """
 
 
 class Bilinear(Module):

@@ -32,7 +32,7 @@ from agrad.nn import init
 from agrad.nn._attention import _canonical_mask
 from agrad.nn.modules.container import ModuleList
 from agrad.nn.modules.dropout import Dropout
-from agrad.nn.modules.linear import Linear
+from agrad.nn.modules.linear import Linear, NonDynamicallyQuantizableLinear
 from agrad.nn.modules.module import Module
 from agrad.nn.modules.normalization import LayerNorm
 from agrad.nn.parameter import Parameter
@@ -49,18 +49,6 @@ __all__ = [
 _Activation = Callable[[Tensor], Tensor]
 
 
-class NonDynamicallyQuantizableLinear(Linear):
-    """The Linear of ``MultiheadAttention.out_proj``.
-
-    PyTorch gives it its own class (so its quantization tools leave it alone);
-    agrad keeps the class so that ``repr`` of an attention module reads as PyTorch's.
-    It is exactly a :class:`Linear`.
-
-        >>> NonDynamicallyQuantizableLinear(4, 4)
-        NonDynamicallyQuantizableLinear(in_features=4, out_features=4, bias=True)
-    """
-
-
 class MultiheadAttention(Module):
     r"""Attention of ``num_heads`` heads, each over ``embed_dim // num_heads`` features (mirrors
     ``torch.nn.MultiheadAttention``).
@@ -75,9 +63,10 @@ class MultiheadAttention(Module):
         bias: add biases to the input and output projections.
         add_bias_kv: learn an extra key and value (``bias_k``, ``bias_v``) appended to the sequences.
         add_zero_attn: append a zero key and value to the sequences.
-        kdim, vdim: features of key and value (default ``embed_dim``); when either
+        kdim: features of key (default ``embed_dim``); when it or ``vdim``
             differs, the projections are three parameters ``q_proj_weight``,
             ``k_proj_weight``, ``v_proj_weight`` instead of one ``in_proj_weight``.
+        vdim: features of value (default ``embed_dim``).
         batch_first: inputs and output are ``(N, L, E)`` instead of ``(L, N, E)``.
 
     Example::
@@ -158,7 +147,8 @@ class MultiheadAttention(Module):
 
         Args:
             query: ``(L, E)`` unbatched, ``(L, N, E)``, or ``(N, L, E)`` with ``batch_first``.
-            key, value: ``(S, kdim)``/``(S, vdim)`` unbatched, else batched as ``query``.
+            key: ``(S, kdim)`` unbatched, else batched as ``query``.
+            value: ``(S, vdim)`` unbatched, else batched as ``query``.
             key_padding_mask: ``(N, S)`` (``(S,)`` unbatched): True (or a float added
                 to the scores) for keys to ignore.
             need_weights: also return the attention weights.
@@ -467,11 +457,15 @@ class TransformerDecoder(Module):
 class Transformer(Module):
     """The encoder-decoder Transformer of "Attention Is All You Need" (mirrors ``torch.nn.Transformer``).
 
+    ``d_model``, ``nhead``, ``dim_feedforward``, ``dropout``, ``activation``,
+    ``layer_norm_eps``, ``batch_first``, ``norm_first`` and ``bias`` are
+    :class:`TransformerEncoderLayer`'s, for every layer.
+
     Args:
-        d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
-            norm_first, bias: as :class:`TransformerEncoderLayer`'s, for every layer.
-        num_encoder_layers, num_decoder_layers: depth of the two stacks (each ends in a LayerNorm).
-        custom_encoder, custom_decoder: modules used instead of the default stacks.
+        num_encoder_layers: depth of the encoder stack (it ends in a LayerNorm).
+        num_decoder_layers: depth of the decoder stack (it ends in a LayerNorm).
+        custom_encoder: a module used instead of the default encoder stack.
+        custom_decoder: a module used instead of the default decoder stack.
 
     Every parameter of more than one dimension is then re-initialised Glorot-uniform.
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__: list[str] = []  # reached by its module path, as in PyTorch
+__all__ = ["consume_prefix_in_state_dict_if_present"]
 
 
 def consume_prefix_in_state_dict_if_present(state_dict: dict[str, Any], prefix: str) -> None:
