@@ -90,6 +90,43 @@ def log_softmax_backward_data(xp, grad_output, output, *, dim):
     return grad_output - xp.exp(output) * xp.sum(grad_output, axis=dim, keepdims=True)
 
 
+# Note [softmax as one node]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``softmax`` is one entry, as PyTorch's ``_softmax`` is: one SoftmaxBackward0
+# node that saves its output, whose backward is one op too
+# (``softmax_backward_data``, PyTorch's ``_softmax_backward_data``:
+# ``out * (g - (g * out).sum(dim))``).  It was ``exp(log_softmax(x))``: two
+# nodes (ExpBackward0 in ``grad_fn`` where PyTorch shows SoftmaxBackward0),
+# an extra pass each way, and two roundings in bfloat16 where PyTorch's kernel
+# rounds once.  The backward's own vjps are composites, so double backward
+# works.
+@defop(ref=lambda torch: torch.softmax,
+       vjp=lambda g, out, dim: softmax_backward_data(g, out, dim=dim), node="SoftmaxBackward0",
+       samples=lambda rng: [((_r(rng, 3, 5),), {"dim": 1}), ((_r(rng, 4),), {"dim": 0}),
+                            ((_r(rng, 2, 3, 4),), {"dim": -2})])
+@_quiet  # a row of -inf is exp(-inf - -inf): NaN, silently as in PyTorch
+def softmax(xp, input, *, dim):
+    """Normalised exponentials along ``dim``, computed stably (shifted by the max); floating inputs only."""
+    if not _dtype.is_floating_np(input.dtype):
+        raise _softmax_not_implemented("softmax", input.dtype, input.ndim, dim)
+    out = xp.exp(input - xp.max(input, axis=dim, keepdims=True))
+    out /= xp.sum(out, axis=dim, keepdims=True)
+    return out
+
+
+@defop(ref=lambda torch: lambda grad_output, output, dim:
+       torch._softmax_backward_data(grad_output, output, dim, output.dtype),
+       vjp=(lambda g, output, dim: softmax_backward_data(g, output, dim=dim),
+            lambda g, grad_output, output, dim: g * (grad_output - (grad_output * output).sum(dim=dim, keepdim=True))
+            - grad_output * (g * output).sum(dim=dim, keepdim=True)),
+       node="SoftmaxBackwardDataBackward0", saved_as={"grad_output": "grad_output"},
+       samples=lambda rng: [((_r(rng, 3, 5), _r(rng, 3, 5)), {"dim": 1}), ((_r(rng, 4), _r(rng, 4)), {"dim": 0})])
+def softmax_backward_data(xp, grad_output, output, *, dim):
+    """``softmax``'s gradient from its output, ``output * (grad - (grad * output).sum(dim))``, as one
+    kernel (PyTorch's ``_softmax_backward_data``; Note [softmax as one node])."""
+    return output * (grad_output - xp.sum(grad_output * output, axis=dim, keepdims=True))
+
+
 # -- the negative log-likelihood of class indices -------------------------------
 
 # Note [nll_loss as one node]
@@ -802,8 +839,3 @@ def _softmax_not_implemented(name: str, dtype: np.dtype, ndim: int, dim: int) ->
     return NotImplementedError(f'"{kernel}" not implemented for \'{_TORCH_TYPE_NAMES[dtype.name]}\'')
 
 
-def softmax(input: Tensor, dim: int) -> Tensor:
-    """Normalised exponentials along ``dim``; floating inputs only."""
-    if not _dtype.is_floating_np(input._data.dtype):
-        raise _softmax_not_implemented("softmax", input._data.dtype, input.ndim, dim)
-    return exp(log_softmax(input, dim=dim))

@@ -81,8 +81,6 @@ KNOWN_DIFFERENCES: dict[str, tuple[Names, Names, str]] = {
     "F.embedding (padding_idx)": ("WhereBackward0", "EmbeddingBackward0",
                                   "the padding row's gradient is cut by a where() after the EmbeddingBackward0 "
                                   "lookup; PyTorch's embedding backward skips it itself"),
-    "F.softmax": ("ExpBackward0", "SoftmaxBackward0", "softmax is exp(log_softmax) here: two nodes, not one"),
-    "x.softmax": ("ExpBackward0", "SoftmaxBackward0", "as F.softmax"),
     "F.mse_loss": ("MeanBackward0", "MseLossBackward0", _FUSED),
     "F.mse_loss (none)": ("PowBackward0", "MseLossBackward0", _FUSED),
     "F.mse_loss (sum)": ("SumBackward0", "MseLossBackward0", _FUSED),
