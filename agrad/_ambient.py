@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 __all__ = [
     "anomaly_check_nan", "anomaly_enabled", "before_in_place", "checkpoint_early_stop", "cooperative_call",
     "current_graph_task", "engine_options_override", "grad_enabled", "inference_enabled", "inside_job", "kernel_runner",
-    "multithreading", "mutation_on_saved", "outer_saved_hooks", "running_node", "runs_kernels", "saved_hooks",
-    "saved_hooks_disabled", "staged_state_dict_copies",
+    "kernels_inline", "multithreading", "mutation_on_saved", "outer_saved_hooks", "running_node", "runs_kernels",
+    "saved_hooks", "saved_hooks_disabled", "staged_state_dict_copies",
 ]
 
 # -- recording (agrad/_grad_mode.py, agrad/_graph/) ----------------------------------------
@@ -123,6 +123,19 @@ def runs_kernels(runner: Any, job: Any = None) -> Iterator[None]:
         _local.runner = _local.job = None
         with _lock:
             running -= 1
+
+
+@contextmanager
+def kernels_inline() -> Iterator[None]:
+    """Run this thread's CPU kernels in the ops themselves inside the block, whatever
+    runner it has: for code that must not pause, as a cooperative call's kernels may
+    (Note [A commit never pauses] in ``_engine/_staged_grads.py``)."""
+    runner = _local.runner
+    _local.runner = None
+    try:
+        yield
+    finally:
+        _local.runner = runner
 
 
 def kernel_runner() -> Any:

@@ -13,6 +13,7 @@ from typing import TypeAlias
 
 import numpy as np
 
+from agrad._ambient import kernels_inline
 from agrad._backends import on, writeable
 from agrad._engine._interrupts import deferred_interrupts
 from agrad._tensor import Tensor
@@ -106,6 +107,18 @@ class StagedGrads:
     # KeyboardInterrupt cannot land between two leaves; one that arrives
     # during it is raised right after, with the commit whole.  A read-only
     # ``.grad`` array is summed out of place (PyTorch writes through it).
+    #
+    # Note [A commit never pauses]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # The commit (and a rollback) runs ops under ``_COMMIT_LOCK``: a clone of a
+    # gradient the leaf cannot own, ``old + grad``.  Inside ``agrad.cooperative``
+    # an op's kernel goes to the call, which pauses its greenlet when the time
+    # slice is spent (Note [Cooperative calls]).  A pause there left the lock
+    # held while the loop's thread ran other calls, and the next one to commit
+    # blocked that thread on the lock for good: the event loop hung (found by
+    # the full-size cancellation soak; tests/engine/test_cooperative.py shows
+    # it with two calls and a spent slice).  So the ops run inline here
+    # (``kernels_inline``): a commit is short and takes no slice.
     def commit(self) -> None:
         """Apply every staged gradient to ``.grad`` with PyTorch's AccumulateGrad
         rules, all or nothing (Note [Atomic commit]), and pass the journal of
@@ -118,7 +131,7 @@ class StagedGrads:
         if not self._staged and not self._journal:
             self.committed = True
             return
-        with _COMMIT_LOCK:
+        with _COMMIT_LOCK, kernels_inline():  # Note [A commit never pauses]
             plan = self._plan()
             with deferred_interrupts():
                 self._apply(plan)
@@ -227,7 +240,8 @@ class StagedGrads:
         """Drop every staged gradient and undo the commits of the reentrant
         backwards nested in this one: the backward changes no ``.grad``."""
         self._staged.clear()
-        with _COMMIT_LOCK, deferred_interrupts():  # all undone, or none (Note [Atomic commit])
+        # All undone, or none (Note [Atomic commit]), without a pause (Note [A commit never pauses]).
+        with _COMMIT_LOCK, kernels_inline(), deferred_interrupts():
             for variable, old, new, version in reversed(self._journal):
                 _PROVISIONAL.discard(id(new))
                 current = variable._grad

@@ -1025,3 +1025,35 @@ async def test_without_greenlet_the_error_names_the_fix(monkeypatch: pytest.Monk
     with pytest.raises(ImportError, match=r"greenlet.*pip install 'agrad\[serving\]'"):
         await agrad.cooperative(lambda: agrad.ones(2))
     assert worker_is_idle()
+
+
+_COMMITS_AFTER_A_SPENT_SLICE = """
+import asyncio, sys
+import agrad
+from agrad.autograd.graph import engine_options
+
+async def main():
+    xs = [agrad.zeros(4, requires_grad=True) for _ in range(3)]
+
+    def step(x):  # the root gradient is the caller's: the commit clones it, an op
+        x.backward_sync(agrad.ones(4))
+
+    with engine_options(time_slice=1e-9):  # every op finds its slice spent
+        await asyncio.gather(*(agrad.cooperative(step, x) for x in xs))
+    assert [x.grad.tolist() for x in xs] == [[1.0] * 4] * 3
+
+asyncio.run(main())
+"""
+
+
+def test_concurrent_calls_whose_commits_find_the_slice_spent_do_not_hang() -> None:
+    """Note [A commit never pauses]: a commit that paused inside one call held the
+    commit lock while the loop ran the next call's commit, which then blocked the
+    loop's thread for good.  Run in a fresh process so that a hang fails the test."""
+    import subprocess
+
+    try:
+        subprocess.run([sys.executable, "-c", _COMMITS_AFTER_A_SPENT_SLICE], check=True, timeout=120,
+                       capture_output=True, text=True)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the event loop hung: a commit paused with the commit lock held")
