@@ -42,6 +42,7 @@ runs it in time slices.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import warnings
 from collections.abc import Callable, Coroutine, Generator
@@ -54,7 +55,7 @@ __all__ = ["Awaited", "BlockingCallWarning", "NotAwaitedWarning", "awaited", "mu
 P = ParamSpec("P")
 T = TypeVar("T")
 
-_PACKAGE = __file__.rsplit("/", 1)[0] + "/"  # agrad/: frames in here are agrad's, not the caller's
+_PACKAGE = os.path.dirname(__file__) + os.sep  # agrad/: frames in here are agrad's, not the caller's
 
 
 class NotAwaitedWarning(RuntimeWarning):
