@@ -42,7 +42,6 @@ def vec(*values: float) -> agrad.Tensor:
 @pytest.mark.parametrize("spelling", ["Tensor.backward", "autograd.backward"])
 @pytest.mark.parametrize("activation,loss", [("tanh", "cross_entropy"), ("relu", "log_softmax"),
                                              ("sigmoid", "cross_entropy")])
-@pytest.mark.filterwarnings("ignore::agrad.BlockingCallWarning")  # a blocking twin on the loop, on purpose
 async def test_backward_of_mlp_matches_torch(api, arrays, spelling: str, activation: str, loss: str) -> None:
     p, tp = leaves(agrad, arrays), leaves(torch, arrays)
     out = mlp_loss(agrad, p, activation, loss)
@@ -121,7 +120,6 @@ async def test_retain_graph_allows_a_second_backward(api) -> None:
         await api.tensor_backward(y)
 
 
-@pytest.mark.filterwarnings("ignore::agrad.BlockingCallWarning")  # a blocking twin on the loop, on purpose
 async def test_grad_with_retain_graph_then_backward(api) -> None:
     x = vec(1.0, 2.0)
     y = (x * x).sum()
